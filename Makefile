@@ -1,0 +1,34 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+# Both create .venv at the repo root if it is missing and install everything
+# into it from the package registries (no other network access needed).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install demo test clean-venv
+
+$(STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first: the pinned CPU build (a plain 'torch' pulls GBs of CUDA).
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev,distributed,models]" "transformers==4.53.2"
+	$(PY) -m spacy_rhetoric ensure-parser en_core_web_sm
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) scripts/demo.py
+
+test: install
+	$(PY) -m pytest -q tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+
+clean-venv:
+	rm -rf $(VENV)

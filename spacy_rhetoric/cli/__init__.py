@@ -1,0 +1,52 @@
+"""The ``spacy-rhetoric`` command line (typer).
+
+Each sub-command lives in its own module and registers itself on ``app``;
+the modules are imported lazily-in-order below.
+"""
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="spacy-rhetoric",
+    help="Rhetorical structure of scientific papers with spaCy.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Rhetorical structure of scientific papers with spaCy."""
+
+
+# Sub-command modules (each does ``@app.command(...)``).
+COMMAND_MODULES = [
+    "spacy_rhetoric.cli.setup_models",
+    "spacy_rhetoric.cli.convert",
+    "spacy_rhetoric.cli.label",
+    "spacy_rhetoric.cli.evaluate",
+    "spacy_rhetoric.cli.link",
+    "spacy_rhetoric.cli.align",
+]
+
+
+def _load_commands() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            # Only a module that is not written yet may be missing; a missing
+            # dependency inside an existing module is a real error.
+            if err.name != name:
+                raise
+
+
+def main() -> None:
+    _load_commands()
+    app()
+
+
+if __name__ == "__main__":
+    main()

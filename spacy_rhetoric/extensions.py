@@ -1,0 +1,197 @@
+"""Doc-level storage of per-sentence outputs and the Span/Doc extensions
+that expose them.
+
+``doc.sents`` creates new ``Span`` objects on every access, so nothing may
+be stored on a Span itself. Every per-sentence value lives in
+``doc.user_data[STORE_KEY]``, a msgpack-safe mapping::
+
+    {field: {"<start>:<end>": value}}
+
+keyed by the sentence's token offsets. The extensions below are read-only
+getters over that store, so the values survive ``DocBin(store_user_data=True)``
+and ``Doc.to_bytes``/``nlp.to_disk`` round trips.
+"""
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Doc, Span
+
+STORE_KEY = "spacy_rhetoric"
+
+# Field names inside the store.
+LABEL = "label"
+SCORES = "scores"
+VECTOR = "vector"
+SECTION = "section"
+PHRASE_LABEL = "phrase_label"
+PHRASE_MATCH = "phrase_match"
+CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
+
+SPAN_EXTENSIONS = {
+    "rhetoric_label": LABEL,
+    "rhetoric_scores": SCORES,
+    "rhetoric_vector": VECTOR,
+    "rhetoric_section": SECTION,
+    "phrase_label": PHRASE_LABEL,
+    "phrase_match": PHRASE_MATCH,
+}
+DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS}
+
+
+def span_key(span: Span) -> str:
+    return f"{span.start}:{span.end}"
+
+
+def _field(doc: Doc, field: str) -> Dict[str, Any]:
+    return doc.user_data.get(STORE_KEY, {}).get(field, {})
+
+
+def encode_value(field: str, value: Any) -> Any:
+    """Convert a Python value into its msgpack-safe stored form."""
+    if value is None:
+        return None
+    if field == VECTOR:
+        arr = numpy.asarray(value, dtype="float32").ravel()
+        return arr.tobytes()
+    if field == PHRASE_MATCH:
+        if isinstance(value, Span):
+            return [int(value.start), int(value.end)]
+        start, end = value
+        return [int(start), int(end)]
+    if field == SCORES:
+        return {str(k): float(v) for k, v in dict(value).items()}
+    if field in (LABEL, SECTION, PHRASE_LABEL):
+        if not isinstance(value, str):
+            raise TypeError(f"{field!r} values must be str or None, got {type(value).__name__}")
+        return value
+    return value
+
+
+def get_span_value(span: Span, field: str) -> Any:
+    """Read one per-sentence value for ``span`` (None when absent)."""
+    stored = _field(span.doc, field).get(span_key(span))
+    if stored is None:
+        return None
+    if field == VECTOR:
+        return numpy.frombuffer(stored, dtype="float32").copy()
+    if field == PHRASE_MATCH:
+        start, end = stored
+        return span.doc[start:end]
+    if field == SCORES:
+        return dict(stored)
+    return stored
+
+
+def set_span_values(doc: Doc, field: str, spans: Sequence[Span], values: Sequence[Any]) -> None:
+    """Write ``values`` for ``spans`` into ``doc``'s store in one go.
+
+    The field's mapping is replaced (copy-on-write), so documents made with
+    ``Doc.copy`` never share a mutable store.
+    """
+    spans = list(spans)
+    values = list(values)
+    if len(spans) != len(values):
+        raise ValueError(
+            f"set_span_values: {len(spans)} spans but {len(values)} values for field {field!r}"
+        )
+    store = dict(doc.user_data.get(STORE_KEY, {}))
+    data = dict(store.get(field, {}))
+    for span, value in zip(spans, values):
+        if span.doc is not doc:
+            raise ValueError("set_span_values: span belongs to another Doc")
+        key = span_key(span)
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = encode_value(field, value)
+    store[field] = data
+    doc.user_data[STORE_KEY] = store
+
+
+def clear_field(doc: Doc, field: str) -> None:
+    store = dict(doc.user_data.get(STORE_KEY, {}))
+    store.pop(field, None)
+    doc.user_data[STORE_KEY] = store
+
+
+def set_doc_value(doc: Doc, field: str, value: Any) -> None:
+    store = dict(doc.user_data.get(STORE_KEY, {}))
+    store[field] = value
+    doc.user_data[STORE_KEY] = store
+
+
+def get_doc_value(doc: Doc, field: str, default: Any = None) -> Any:
+    return doc.user_data.get(STORE_KEY, {}).get(field, default)
+
+
+def set_sent_labels(doc: Doc, labels: Sequence[Optional[str]], *, field: str = LABEL) -> None:
+    """Write gold labels, one per sentence in ``doc.sents`` order.
+
+    This is how every reader stores gold labels, and where trainable
+    components read them from (``sent._.rhetoric_label`` on the reference
+    Doc of an Example). ``None`` leaves a sentence unlabelled.
+    """
+    sents = list(doc.sents)
+    labels = list(labels)
+    if len(sents) != len(labels):
+        raise ValueError(
+            f"set_sent_labels: the doc has {len(sents)} sentences but {len(labels)} labels were given"
+        )
+    set_span_values(doc, field, sents, labels)
+
+
+def set_sent_sections(doc: Doc, sections: Sequence[Optional[str]]) -> None:
+    """Write section names, one per sentence in ``doc.sents`` order."""
+    set_sent_labels(doc, sections, field=SECTION)
+
+
+def get_sent_labels(doc: Doc, *, field: str = LABEL) -> List[Optional[str]]:
+    data = _field(doc, field)
+    return [data.get(span_key(s)) for s in doc.sents]
+
+
+def labelled_spans(doc: Doc, *, field: str = LABEL) -> List[Tuple[int, int, str]]:
+    """All ``(start, end, label)`` token spans that carry a value for ``field``,
+    in document order, whether or not the doc has sentence boundaries."""
+    out = []
+    for key, value in _field(doc, field).items():
+        start, end = key.split(":")
+        out.append((int(start), int(end), value))
+    out.sort()
+    return out
+
+
+def _make_getter(field: str):
+    def getter(span: Span) -> Any:
+        return get_span_value(span, field)
+
+    getter.__name__ = f"get_{field}"
+    return getter
+
+
+def _make_setter(name: str):
+    def setter(obj: Any, value: Any) -> None:
+        raise AttributeError(
+            f"._.{name} is read-only: components and readers write it through "
+            f"spacy_rhetoric.extensions (e.g. set_sent_labels)"
+        )
+
+    return setter
+
+
+def _make_doc_getter(field: str):
+    def getter(doc: Doc) -> Any:
+        return get_doc_value(doc, field)
+
+    getter.__name__ = f"get_doc_{field}"
+    return getter
+
+
+def install_extensions() -> None:
+    """Register the read-only extensions. Safe to call any number of times."""
+    for name, field in SPAN_EXTENSIONS.items():
+        if not Span.has_extension(name):
+            Span.set_extension(name, getter=_make_getter(field), setter=_make_setter(name))
+    for name, field in DOC_EXTENSIONS.items():
+        if not Doc.has_extension(name):
+            Doc.set_extension(name, getter=_make_doc_getter(field), setter=_make_setter(name))

