@@ -34,6 +34,7 @@ ENTRY_POINTS = {
     "spacy_factories": [
     ],
     "spacy_architectures": [
+        "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",
     ],
     "spacy_scorers": [
     ],
