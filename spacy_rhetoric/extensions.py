@@ -25,7 +25,9 @@ VECTOR = "vector"
 SECTION = "section"
 PHRASE_LABEL = "phrase_label"
 PHRASE_MATCH = "phrase_match"
+SID = "sid"  # source sentence id (e.g. CL-SciSumm ``sid``), str
 CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
+DOC_ID = "doc_id"  # doc-level source id (paper id, abstract index), str
 
 SPAN_EXTENSIONS = {
     "rhetoric_label": LABEL,
@@ -34,8 +36,9 @@ SPAN_EXTENSIONS = {
     "rhetoric_section": SECTION,
     "phrase_label": PHRASE_LABEL,
     "phrase_match": PHRASE_MATCH,
+    "rhetoric_sid": SID,
 }
-DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS}
+DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS, "rhetoric_doc_id": DOC_ID}
 
 
 def span_key(span: Span) -> str:
@@ -60,7 +63,7 @@ def encode_value(field: str, value: Any) -> Any:
         return [int(start), int(end)]
     if field == SCORES:
         return {str(k): float(v) for k, v in dict(value).items()}
-    if field in (LABEL, SECTION, PHRASE_LABEL):
+    if field in (LABEL, SECTION, PHRASE_LABEL, SID):
         if not isinstance(value, str):
             raise TypeError(f"{field!r} values must be str or None, got {type(value).__name__}")
         return value
