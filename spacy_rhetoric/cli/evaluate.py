@@ -1,0 +1,191 @@
+"""``spacy-rhetoric evaluate``: sentence-embedding and classifier evaluation
+of a pipeline (or of a raw Hugging Face model) on gold ``.spacy`` files.
+
+MODEL is a pipeline directory/package or ``raw:<hf name>`` (plain
+transformer, mean pooling, no fine-tuning). ``--baseline`` adds more models to
+the same report (``raw-minilm`` = ``raw:sentence-transformers/all-MiniLM-L6-v2``,
+or any other MODEL spec such as a tok2vec pipeline path).
+"""
+import re
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import typer
+from wasabi import msg
+
+from . import app
+
+BASELINE_ALIASES = {"raw-minilm": "raw:sentence-transformers/all-MiniLM-L6-v2"}
+RAW_PREFIX = "raw:"
+
+
+def resolve_model_spec(spec: str) -> str:
+    return BASELINE_ALIASES.get(spec, spec)
+
+
+def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
+    from spacy.tokens import DocBin
+
+    if not path.exists():
+        msg.fail(f"No such file: {path}", exits=1)
+    try:
+        docbin = DocBin(store_user_data=True).from_disk(path)
+    except Exception as err:  # noqa: BLE001 - name the file in the error
+        msg.fail(f"Cannot read {path} as a .spacy DocBin: {err}", exits=1)
+    docs = []
+    for doc in docbin.get_docs(vocab):
+        docs.append(doc)
+        if limit > 0 and len(docs) >= limit:
+            break
+    return docs
+
+
+def gold_texts_and_labels(docs) -> Tuple[List[str], List[str]]:
+    from ..evaluation import gold_sentences
+
+    texts, labels = [], []
+    for doc in docs:
+        for start, end, label in gold_sentences(doc):
+            texts.append(doc[start:end].text)
+            labels.append(label)
+    return texts, labels
+
+
+def model_outputs(spec: str, docs, *, batch_size: int = 64) -> Dict[str, Any]:
+    """``{"labels", "vectors" (array or None), "predicted" (list or None), ...}``
+    for one model spec over gold docs."""
+    import numpy
+
+    from .. import evaluation
+
+    start = time.time()
+    if spec.startswith(RAW_PREFIX):
+        texts, labels = gold_texts_and_labels(docs)
+        vectors = evaluation.raw_transformer_vectors(texts, spec[len(RAW_PREFIX):], batch_size=batch_size)
+        out = {"labels": labels, "vectors": vectors, "predicted": None, "n_without_vector": 0}
+    else:
+        out = evaluation.annotated_outputs(_load_pipeline(spec), docs)
+        kept = [i for i, v in enumerate(out["vectors"]) if v is not None]
+        if out["n_without_vector"]:
+            msg.warn(f"{spec}: {out['n_without_vector']} of {len(out['labels'])} gold sentences got "
+                     f"no rhetoric_vector and are left out of the embedding metrics")
+        out["embedding_labels"] = [out["labels"][i] for i in kept]
+        out["vectors"] = numpy.vstack([out["vectors"][i] for i in kept]) if kept else None
+    out.setdefault("embedding_labels", out["labels"])
+    out["seconds"] = time.time() - start
+    return out
+
+
+_PIPELINES: Dict[str, Any] = {}
+
+
+def _load_pipeline(spec: str):
+    import spacy
+
+    import spacy_rhetoric  # noqa: F401 - extensions
+
+    if spec not in _PIPELINES:
+        _PIPELINES[spec] = spacy.load(spec)
+    return _PIPELINES[spec]
+
+
+def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
+                   tsne: Optional[Path] = None, batch_size: int = 64) -> Dict[str, Any]:
+    from .. import evaluation
+
+    msg.info(f"Evaluating {spec}")
+    dev = model_outputs(spec, dev_docs, batch_size=batch_size)
+    result: Dict[str, Any] = {"n_sentences": len(dev["labels"]), "seconds_encode_dev": round(dev["seconds"], 1)}
+    if dev["predicted"] is not None:
+        result["classifier"] = evaluation.classifier_scores(dev["labels"], dev["predicted"])
+    if dev["vectors"] is None:
+        msg.warn(f"{spec}: no sentence vectors; only classifier scores are reported")
+        return result
+    X, y = dev["vectors"], dev["embedding_labels"]
+    result["retrieval"] = evaluation.retrieval_scores(X, y)
+    result["clustering"] = evaluation.clustering_scores(X, y, seed=seed)
+    if train_docs is not None:
+        train = model_outputs(spec, train_docs, batch_size=batch_size)
+        if train["vectors"] is not None:
+            result["n_train_sentences"] = len(train["embedding_labels"])
+            result["downstream"] = evaluation.downstream_scores(
+                train["vectors"], train["embedding_labels"], X, y, seed=seed
+            )
+    if tsne is not None:
+        result["tsne"] = str(evaluation.tsne_plot(X, y, tsne, seed=seed, title=spec))
+    return result
+
+
+def _tsne_path(base: Optional[Path], index: int, spec: str) -> Optional[Path]:
+    if base is None or index == 0:
+        return base
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.replace(RAW_PREFIX, "raw-")).strip("_")
+    return base.with_name(f"{base.stem}.{safe}{base.suffix or '.png'}")
+
+
+ROWS = [
+    ("retrieval", "p_at_1", "P@1"),
+    ("retrieval", "map_at_r", "MAP@R"),
+    ("downstream", "knn", "KNN F1-micro"),
+    ("downstream", "svm", "SVM F1-micro"),
+    ("downstream", "rf", "RF F1-micro"),
+    ("downstream", "mlp", "MLP F1-micro"),
+    ("downstream", "dt", "DT F1-micro"),
+    ("clustering", "ari", "ARI"),
+    ("clustering", "ami", "AMI"),
+    ("clustering", "silhouette", "Silhouette"),
+    ("classifier", "f1_micro", "Classifier F1-micro"),
+    ("classifier", "f1_macro", "Classifier F1-macro"),
+]
+
+
+def report_table(models: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[List[str]]]:
+    header = ["metric"] + list(models)
+    rows = []
+    for section, key, name in ROWS:
+        values = [models[m].get(section, {}).get(key) for m in models]
+        if all(v is None for v in values):
+            continue
+        rows.append([name] + ["-" if v is None else f"{v:.3f}" for v in values])
+    rows.append(["sentences"] + [str(models[m]["n_sentences"]) for m in models])
+    return header, rows
+
+
+@app.command("evaluate")
+def evaluate_cli(
+    model: str = typer.Argument(..., help="Pipeline path/package, or raw:<hf name> for a plain transformer"),
+    dev_path: Path = typer.Argument(..., help="Gold .spacy file (sentence labels) to evaluate on"),
+    train: Optional[Path] = typer.Option(None, "--train", help="Gold .spacy file to train the downstream classifiers on"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report here"),
+    tsne: Optional[Path] = typer.Option(None, "--tsne", help="t-SNE PNG of the dev vectors (baselines get a suffixed name)"),
+    baseline: Optional[List[str]] = typer.Option(None, "--baseline", help="Extra model(s) in the same report: raw-minilm, raw:<hf name> or a pipeline path"),
+    limit: int = typer.Option(0, "--limit", help="Use only the first N docs of each file (0 = all)"),
+    seed: int = typer.Option(0, "--seed", help="Seed of k-means, classifiers, samples"),
+    batch_size: int = typer.Option(64, "--batch-size", help="Batch size of the raw transformer"),
+) -> None:
+    """Retrieval (P@1, MAP@R), downstream classifiers (F1-micro, trained on
+    --train), k-means clustering (ARI/AMI/Silhouette), the function
+    classifier's F1 when the pipeline has one, and an optional t-SNE plot."""
+    import srsly
+    from spacy.vocab import Vocab
+
+    specs = [resolve_model_spec(model)] + [resolve_model_spec(b) for b in (baseline or [])]
+    vocab = Vocab()
+    dev_docs = read_docbin(dev_path, vocab, limit)
+    train_docs = read_docbin(train, vocab, limit) if train is not None else None
+    msg.info(f"{len(dev_docs)} dev docs" + (f", {len(train_docs)} train docs" if train_docs else ""))
+    models: Dict[str, Dict[str, Any]] = {}
+    for i, spec in enumerate(specs):
+        if spec in models:
+            continue
+        models[spec] = evaluate_model(spec, dev_docs, train_docs, seed=seed,
+                                      tsne=_tsne_path(tsne, i, spec), batch_size=batch_size)
+    report = {"dev": str(dev_path), "train": str(train) if train else None, "limit": limit,
+              "seed": seed, "models": models}
+    header, rows = report_table(models)
+    msg.table(rows, header=header, divider=True)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(output, report)
+        msg.good(f"Report written to {output}")

@@ -1,0 +1,506 @@
+"""Evaluation of sentence embeddings and of the function classifier.
+
+Protocols (the figures in ``benchmarks/README.md`` use exactly these):
+
+Retrieval (SciToricsBERT §4, Musgrave et al. 2020)
+    Every vector is L2-normalised (a zero vector stays zero) and searched with
+    a faiss ``IndexFlatIP`` (exact cosine similarity). Each sentence is a query
+    and all *other* sentences are references (leave-one-out). The query itself
+    is removed by id, not by position, so duplicate vectors (which tie with the
+    query at similarity 1) cannot push it out or be dropped in its place.
+    Neighbours are ordered by decreasing similarity; ties are broken by the
+    lower sentence index (deterministic whenever a tied group lies within the
+    retrieved window).
+    ``R`` = number of other sentences with the query's label.
+    P@1 = share of queries whose nearest other sentence has the query's label.
+    MAP@R = mean over queries of ``1/R * sum_{i<=R} P(i) * rel(i)`` where
+    ``rel(i)`` is 1 when the i-th neighbour has the query's label and ``P(i)``
+    is the precision among the first i neighbours (Musgrave et al. 2020).
+    Queries whose label occurs only once (``R = 0``) have no correct answer;
+    like pytorch-metric-learning's "lone query" rule they are left out of both
+    averages and counted in ``n_lone_queries``.
+
+Downstream classifiers (Bartz Guedes & da Silva 2023, §4.1)
+    Classifiers are trained on the TRAIN embeddings and scored on the TEST
+    (dev) embeddings with F1-micro. All use scikit-learn defaults except KNN,
+    which uses ``n_neighbors = round(sqrt(n_train))`` and
+    ``weights="distance"`` as in the paper; the stochastic ones (RF, MLP, DT)
+    get ``random_state=seed``. Inputs are L2-normalised first (the
+    sentence-transformers MiniLM model the paper used normalises its output).
+
+Clustering (same paper)
+    k-means (``k`` = number of distinct labels, ``n_init=10``,
+    ``random_state=seed``) on the L2-normalised vectors; ARI and AMI between
+    the k-means partition and the gold labels; Silhouette of the k-means
+    partition (Euclidean on unit vectors, a monotone function of cosine). For
+    more than ``silhouette_sample`` (10,000) points the silhouette is computed
+    on a seeded random sample of that size. ``silhouette_labels`` is the
+    silhouette of the *gold* partition (how well labels separate), extra.
+
+t-SNE
+    scikit-learn ``TSNE`` (PCA init, ``random_state=seed``) on at most
+    ``max_points`` (5,000) seeded-sampled vectors, PNG via matplotlib Agg.
+"""
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy
+
+from .extensions import LABEL, VECTOR, get_span_value, labelled_spans
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+SENTENCE_SPLITTERS = ("sentencizer", "senter")
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _as_matrix(vectors) -> numpy.ndarray:
+    X = numpy.asarray(vectors, dtype="float32")
+    if X.ndim != 2:
+        raise ValueError(f"expected a 2-d array of vectors, got shape {X.shape}")
+    if not numpy.all(numpy.isfinite(X)):
+        bad = int((~numpy.isfinite(X)).any(axis=1).sum())
+        raise ValueError(f"{bad} vector(s) contain NaN or inf values")
+    return numpy.ascontiguousarray(X)
+
+
+def l2_normalize(vectors) -> numpy.ndarray:
+    """Row-wise L2 normalisation; all-zero rows stay zero."""
+    X = _as_matrix(vectors).copy()
+    norms = numpy.linalg.norm(X, axis=1, keepdims=True)
+    numpy.divide(X, norms, out=X, where=norms > 0)
+    return X
+
+
+def _check_labels(X: numpy.ndarray, labels: Sequence) -> numpy.ndarray:
+    y = numpy.asarray([str(label) for label in labels])
+    if len(y) != X.shape[0]:
+        raise ValueError(f"{X.shape[0]} vectors but {len(y)} labels")
+    return y
+
+
+# ---------------------------------------------------------------------------
+# retrieval
+
+
+def nearest_neighbours(
+    vectors, k: int, *, chunk_size: Optional[int] = None
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """Leave-one-out ``k`` nearest neighbours by cosine similarity.
+
+    Returns ``(indices, scores)`` of shape ``[n, k]``: for every row the ``k``
+    most similar *other* rows, by decreasing similarity, ties by lower index.
+    ``k`` must be smaller than ``n``.
+    """
+    import faiss
+
+    X = l2_normalize(vectors)
+    n, dim = X.shape
+    if not 0 < k < n:
+        raise ValueError(f"k must be in [1, {n - 1}] for {n} vectors, got {k}")
+    index = faiss.IndexFlatIP(dim)
+    index.add(X)
+    fetch = k + 1  # the query itself is among the results (or tied with it)
+    if chunk_size is None:
+        chunk_size = max(1, min(n, 20_000_000 // fetch))
+    out_idx = numpy.empty((n, k), dtype="int64")
+    out_sim = numpy.empty((n, k), dtype="float32")
+
+    def select(query: int, ids: numpy.ndarray, sims: numpy.ndarray, complete: bool) -> bool:
+        keep = (ids != query) & (ids >= 0)
+        row_ids, row_sims = ids[keep], sims[keep]
+        order = numpy.lexsort((row_ids, -row_sims))[:k]
+        if not complete and len(order) == k and row_sims[order[-1]] == sims[-1]:
+            # A group of tied neighbours may continue beyond the window:
+            # fetch more so that the tie is broken by index, not by faiss.
+            return False
+        out_idx[query] = row_ids[order]
+        out_sim[query] = row_sims[order]
+        return True
+
+    for start in range(0, n, chunk_size):
+        stop = min(n, start + chunk_size)
+        sims, ids = index.search(X[start:stop], fetch)
+        pending = [
+            start + row
+            for row in range(stop - start)
+            if not select(start + row, ids[row], sims[row], complete=fetch >= n)
+        ]
+        wider = fetch
+        while pending:
+            wider = min(n, wider * 2)
+            sims, ids = index.search(X[pending], wider)
+            pending = [
+                query
+                for row, query in enumerate(pending)
+                if not select(query, ids[row], sims[row], complete=wider >= n)
+            ]
+    return out_idx, out_sim
+
+
+def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
+    """Leave-one-out P@1 and MAP@R on L2-normalised vectors (cosine).
+
+    See the module docstring for the exact definitions. Extra keys:
+    ``n_queries`` (queries scored) and ``n_lone_queries`` (left out, R = 0).
+    """
+    X = _as_matrix(vectors)
+    y = _check_labels(X, labels)
+    n = len(y)
+    if n < 2:
+        raise ValueError("retrieval needs at least 2 vectors")
+    _, inverse, counts = numpy.unique(y, return_inverse=True, return_counts=True)
+    R = counts[inverse] - 1  # other sentences with the query's label
+    scored = R > 0
+    if not scored.any():
+        raise ValueError("every label occurs only once: no query has a correct answer")
+    k = int(R.max())
+    idx, _ = nearest_neighbours(X, k)
+    rel = y[idx] == y[:, None]  # [n, k] neighbour i has the query's label
+    p_at_1 = rel[scored, 0].mean()
+    ranks = numpy.arange(1, k + 1)
+    precision_at_i = numpy.cumsum(rel, axis=1) / ranks
+    within_r = ranks[None, :] <= R[:, None]
+    ap_at_r = (precision_at_i * rel * within_r).sum(axis=1)[scored] / R[scored]
+    return {
+        "p_at_1": float(p_at_1),
+        "map_at_r": float(ap_at_r.mean()),
+        "n_queries": int(scored.sum()),
+        "n_lone_queries": int((~scored).sum()),
+    }
+
+
+# ---------------------------------------------------------------------------
+# downstream classifiers and clustering
+
+
+def downstream_classifiers(n_train: int, *, seed: int = 0) -> Dict[str, object]:
+    """The five scikit-learn classifiers of Bartz Guedes & da Silva (2023)."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.svm import SVC
+    from sklearn.tree import DecisionTreeClassifier
+
+    k = max(1, min(n_train, int(round(math.sqrt(n_train)))))
+    return {
+        "knn": KNeighborsClassifier(n_neighbors=k, weights="distance"),
+        "svm": SVC(random_state=seed),
+        "rf": RandomForestClassifier(random_state=seed),
+        "mlp": MLPClassifier(random_state=seed),
+        "dt": DecisionTreeClassifier(random_state=seed),
+    }
+
+
+def downstream_scores(
+    train_X, train_y, test_X, test_y, *, seed: int = 0, classifiers: Optional[Sequence[str]] = None
+) -> Dict[str, float]:
+    """F1-micro of KNN / SVM / RF / MLP / DT trained on ``train_X`` and scored
+    on ``test_X`` (keys ``knn``, ``svm``, ``rf``, ``mlp``, ``dt``)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import f1_score
+
+    Xtr, Xte = l2_normalize(train_X), l2_normalize(test_X)
+    ytr, yte = _check_labels(Xtr, train_y), _check_labels(Xte, test_y)
+    if len(set(ytr)) < 2:
+        raise ValueError("downstream classifiers need at least 2 labels in the training set")
+    models = downstream_classifiers(len(ytr), seed=seed)
+    if classifiers is not None:
+        unknown = set(classifiers) - set(models)
+        if unknown:
+            raise ValueError(f"unknown classifier(s) {sorted(unknown)}; choose from {sorted(models)}")
+        models = {name: models[name] for name in classifiers}
+    scores = {}
+    for name, model in models.items():
+        with warnings.catch_warnings():
+            # MLP with default max_iter may stop before convergence: the
+            # protocol keeps the defaults, so the warning is expected noise.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Xtr, ytr)
+        scores[name] = float(f1_score(yte, model.predict(Xte), average="micro"))
+    return scores
+
+
+def clustering_scores(
+    vectors, labels: Sequence[str], *, seed: int = 0, silhouette_sample: int = 10_000
+) -> Dict[str, float]:
+    """k-means (k = number of labels) -> ARI, AMI, Silhouette (+ ``silhouette_labels``)."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import (
+        adjusted_mutual_info_score,
+        adjusted_rand_score,
+        silhouette_score,
+    )
+
+    X = l2_normalize(vectors)
+    y = _check_labels(X, labels)
+    k = len(set(y))
+    if k < 2 or k >= len(y):
+        raise ValueError(f"clustering needs 2 <= number of labels < n, got {k} labels for {len(y)} vectors")
+    clusters = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(X)
+    sample = silhouette_sample if len(y) > silhouette_sample else None
+
+    def silhouette(partition) -> float:
+        if len(set(partition)) < 2:
+            return 0.0
+        return float(silhouette_score(X, partition, metric="euclidean", sample_size=sample, random_state=seed))
+
+    return {
+        "ari": float(adjusted_rand_score(y, clusters)),
+        "ami": float(adjusted_mutual_info_score(y, clusters)),
+        "silhouette": silhouette(clusters),
+        "silhouette_labels": silhouette(y),
+    }
+
+
+def tsne_plot(
+    vectors, labels: Sequence[str], path: Union[str, Path], *, seed: int = 0,
+    max_points: int = 5000, title: Optional[str] = None,
+) -> Path:
+    """2-d t-SNE of the L2-normalised vectors, coloured by label, saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.manifold import TSNE
+
+    X = l2_normalize(vectors)
+    y = _check_labels(X, labels)
+    if len(y) < 3:
+        raise ValueError("t-SNE needs at least 3 vectors")
+    if len(y) > max_points:
+        keep = numpy.sort(numpy.random.default_rng(seed).choice(len(y), max_points, replace=False))
+        X, y = X[keep], y[keep]
+    perplexity = float(min(30.0, max(1.0, (len(y) - 1) / 3)))
+    points = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(X)
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
+    cmap = plt.get_cmap("tab10" if len(set(y)) <= 10 else "tab20")
+    for i, label in enumerate(sorted(set(y))):
+        mask = y == label
+        ax.scatter(points[mask, 0], points[mask, 1], s=4, alpha=0.7, color=cmap(i % cmap.N),
+                   label=f"{label} ({int(mask.sum())})")
+    ax.legend(markerscale=3, fontsize=8, loc="best")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title or f"t-SNE of {len(y)} sentence vectors")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return path
+
+
+def embedding_report(
+    test_X, test_y, *, train_X=None, train_y=None, seed: int = 0,
+    classifiers: Optional[Sequence[str]] = None,
+) -> Dict[str, Dict[str, float]]:
+    """Retrieval + clustering on the test vectors, downstream when train
+    vectors are given: ``{"retrieval": ..., "clustering": ..., "downstream": ...}``."""
+    report = {
+        "n_sentences": int(len(test_y)),
+        "retrieval": retrieval_scores(test_X, test_y),
+        "clustering": clustering_scores(test_X, test_y, seed=seed),
+    }
+    if train_X is not None:
+        report["n_train_sentences"] = int(len(train_y))
+        report["downstream"] = downstream_scores(
+            train_X, train_y, test_X, test_y, seed=seed, classifiers=classifiers
+        )
+    return report
+
+
+# ---------------------------------------------------------------------------
+# vectors
+
+
+def raw_transformer_vectors(
+    sentences: Sequence[str],
+    model_name: str = DEFAULT_MODEL,
+    pooling: str = "mean",
+    batch_size: int = 64,
+    *,
+    max_length: int = 256,
+    progress: bool = True,
+) -> numpy.ndarray:
+    """Sentence vectors of a plain Hugging Face model, no fine-tuning.
+
+    ``pooling="mean"`` averages the last hidden states over real tokens
+    (attention-mask aware); ``"first"``/``"cls"`` takes the first token. The
+    model name goes through ``resolve_hf_model`` (offline mirror). Sentences
+    are encoded in length-sorted batches under ``torch.no_grad``; the result is
+    a float32 ``[n, hidden]`` array in input order, not normalised.
+    """
+    import torch
+    from tqdm import tqdm
+    from transformers import AutoModel, AutoTokenizer
+
+    from .util import resolve_hf_model
+
+    if pooling not in ("mean", "first", "cls"):
+        raise ValueError(f"unknown pooling {pooling!r}: use 'mean' or 'first'")
+    sentences = [str(s) for s in sentences]
+    path = resolve_hf_model(model_name)
+    if path != model_name or Path(path).is_dir():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path)
+    model.eval()
+    dim = model.config.hidden_size
+    out = numpy.zeros((len(sentences), dim), dtype="float32")
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    with torch.no_grad():
+        for batch in tqdm(batches, desc="encode", unit="batch", disable=not progress or not batches):
+            enc = tokenizer(
+                [sentences[i] for i in batch], padding=True, truncation=True,
+                max_length=max_length, return_tensors="pt",
+            )
+            hidden = model(**enc).last_hidden_state
+            if pooling == "mean":
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            else:
+                pooled = hidden[:, 0]
+            out[batch] = pooled.float().cpu().numpy()
+    return out
+
+
+def gold_sentences(doc, *, field: str = LABEL) -> List[Tuple[int, int, str]]:
+    """``(start, end, label)`` of the labelled gold sentences of ``doc``."""
+    return labelled_spans(doc, field=field)
+
+
+def _fresh_doc(vocab, gold_doc, spans: List[Tuple[int, int, str]]):
+    """A copy of ``gold_doc``'s tokens in ``vocab`` with the gold sentence
+    boundaries and no stored annotations (so predictions cannot read gold)."""
+    from spacy.tokens import Doc
+
+    starts = {start for start, _, _ in spans}
+    if gold_doc.has_annotation("SENT_START"):
+        starts.update(sent.start for sent in gold_doc.sents)
+    sent_starts = [i in starts or i == 0 for i in range(len(gold_doc))]
+    # A labelled span's end also starts a sentence.
+    for _, end, _ in spans:
+        if end < len(gold_doc):
+            sent_starts[end] = True
+    return Doc(
+        vocab,
+        words=[t.text for t in gold_doc],
+        spaces=[bool(t.whitespace_) for t in gold_doc],
+        sent_starts=sent_starts,
+    )
+
+
+def annotate_gold_docs(nlp, docs: Iterable, *, batch_size: int = 32, progress: bool = True):
+    """Run ``nlp`` over copies of gold ``docs`` keeping their sentence boundaries.
+
+    Sentence splitters (``sentencizer``/``senter`` factories) are skipped; other
+    components run as they are (the parser respects preset boundaries). Yields
+    ``(predicted_doc, gold_spans)`` with ``gold_spans`` = ``[(start, end, label)]``.
+    """
+    from tqdm import tqdm
+
+    docs = list(docs)
+    skip = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory in SENTENCE_SPLITTERS]
+    spans = [gold_sentences(doc) for doc in docs]
+    fresh = [_fresh_doc(nlp.vocab, doc, s) for doc, s in zip(docs, spans)]
+    with nlp.select_pipes(disable=skip):
+        predicted = nlp.pipe(fresh, batch_size=batch_size)
+        for doc, gold in tqdm(zip(predicted, spans), total=len(docs), desc="annotate", unit="doc",
+                              disable=not progress):
+            yield doc, gold
+
+
+def _collect(pairs, field: str):
+    values, labels, skipped = [], [], 0
+    for doc, gold in pairs:
+        for start, end, label in gold:
+            value = get_span_value(doc[start:end], field)
+            if value is None:
+                skipped += 1
+                continue
+            values.append(value)
+            labels.append(label)
+    return values, labels, skipped
+
+
+def _warn_skipped(skipped: int, kept: int, what: str) -> None:
+    if skipped:
+        warnings.warn(
+            f"{skipped} of {skipped + kept} gold sentences got no {what} from the pipeline "
+            f"(their sentence boundaries changed or no component sets it) and were skipped"
+        )
+
+
+def sentence_vectors(nlp, docs: Iterable, *, progress: bool = True) -> Tuple[numpy.ndarray, List[str]]:
+    """Run ``nlp`` over gold ``docs`` (gold sentence boundaries kept) and return
+    ``(vectors, gold_labels)``: ``sent._.rhetoric_vector`` of every labelled
+    gold sentence with its gold label. Sentences without a vector are skipped
+    with a warning that counts them."""
+    vectors, labels, skipped = _collect(annotate_gold_docs(nlp, docs, progress=progress), VECTOR)
+    _warn_skipped(skipped, len(vectors), "rhetoric_vector")
+    if not vectors:
+        raise ValueError("the pipeline set no sentence vectors: does it have a rhetoric_sentence_encoder?")
+    return numpy.vstack(vectors).astype("float32"), labels
+
+
+def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -> Dict[str, object]:
+    """Micro/macro F1 and per-label P/R/F (scikit-learn) over sentences;
+    a missing prediction (None) counts as wrong."""
+    from sklearn.metrics import f1_score, precision_recall_fscore_support
+
+    gold = [str(g) for g in gold]
+    pred = ["" if p is None else str(p) for p in predicted]
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
+    labels = sorted(set(gold))
+    p, r, f, support = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
+    return {
+        "f1_micro": float(f1_score(gold, pred, labels=labels, average="micro", zero_division=0)),
+        "f1_macro": float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0)),
+        "n_sentences": len(gold),
+        "n_unpredicted": sum(1 for x in predicted if x is None),
+        "per_label": {
+            label: {"p": float(p[i]), "r": float(r[i]), "f": float(f[i]), "support": int(support[i])}
+            for i, label in enumerate(labels)
+        },
+    }
+
+
+def evaluate_classifier(nlp, docs: Iterable, *, progress: bool = True) -> Dict[str, object]:
+    """Score the pipeline's sentence labels (``sent._.rhetoric_label``) against
+    the gold labels of ``docs``, gold sentence boundaries kept."""
+    gold, pred = [], []
+    for doc, spans in annotate_gold_docs(nlp, docs, progress=progress):
+        for start, end, label in spans:
+            gold.append(label)
+            pred.append(get_span_value(doc[start:end], LABEL))
+    if not gold:
+        raise ValueError("no labelled gold sentences in the evaluation docs")
+    return classifier_scores(gold, pred)
+
+
+def annotated_outputs(nlp, docs: Iterable, *, progress: bool = True) -> Dict[str, object]:
+    """One pipeline run collecting both vectors and predicted labels:
+    ``{"labels", "vectors" (array or None), "predicted" (list or None),
+    "n_without_vector"}``."""
+    gold, vectors, predicted, missing = [], [], [], 0
+    for doc, spans in annotate_gold_docs(nlp, docs, progress=progress):
+        for start, end, label in spans:
+            span = doc[start:end]
+            gold.append(label)
+            vectors.append(get_span_value(span, VECTOR))
+            predicted.append(get_span_value(span, LABEL))
+    missing = sum(v is None for v in vectors)
+    return {
+        "labels": gold,
+        "vectors": vectors,
+        "predicted": predicted if any(p is not None for p in predicted) else None,
+        "n_without_vector": missing,
+    }
