@@ -1,0 +1,413 @@
+"""CL-SciSumm (Task 1a/1b) reader.
+
+Layout of one topic directory (``<TOPIC>/``)::
+
+    Reference_XML/<TOPIC>.xml         reference paper (RP), one <S sid=.. ssid=..> per sentence
+    Citance_XML/<CP>.xml              citing papers (manual topics only); a few are
+                                      plain text ``<CP>word.docx.txt`` instead
+    annotation/<TOPIC>.ann.txt        one record per citance, fields joined by " | "
+      (or .annv3.txt)
+    citing_sentences.json             ScisummNet (auto) topics only
+
+Quirks handled here (see ../shared/data/README.md):
+
+* RP XML files mixing UTF-8 with stray cp1252 bytes (decoded byte by byte),
+  ``<SUBSECTION>`` headings inside sections, sentences directly under
+  ``<PAPER>`` (no abstract), empty ``<S>`` elements (dropped and counted in
+  ``ReferencePaper.n_empty``). XML that is still not well-formed raises a
+  :class:`~spacy_rhetoric.readers.common.ReaderError` naming file and line.
+* Annotation records: the line is split only at the known field names
+  (``| Citation Text:`` ...), so a ``|`` inside a text is kept; stray spaces
+  around keys and values; duplicated trailing fields (the first value wins);
+  a missing ``Annotator`` (None); ``NA`` offsets (empty list); facets spelled
+  ``Method_Citation``, ``Method citation``, ``Result_Citation``,
+  ``['Aim_Citation','Method_Citation']`` ... normalised to lists of
+  ``method, results, implication, aim, hypothesis``. A record missing a
+  required field (citance number, articles, reference offsets) is skipped and
+  counted.
+"""
+import codecs
+import html
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import srsly
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+
+from .common import ReaderError, ReadStats, doc_from_sentences
+
+FACETS = ("method", "results", "implication", "aim", "hypothesis")
+ABSTRACT = "abstract"
+TITLE = "title"
+
+
+@dataclass
+class RefSentence:
+    sid: str
+    ssid: Optional[str]
+    text: str
+    section: Optional[str]  # section title; "abstract" in <ABSTRACT>; "title" for the paper title
+
+
+@dataclass
+class ReferencePaper:
+    paper_id: str
+    title: Optional[str]
+    sentences: List[RefSentence]
+    path: Path
+    n_empty: int = 0  # <S> elements without text, left out of ``sentences``
+
+    def sentence_by_sid(self) -> Dict[str, RefSentence]:
+        return {s.sid: s for s in self.sentences}
+
+
+@dataclass
+class CitanceRecord:
+    topic: str
+    citance_number: str
+    reference_article: str  # paper id, file extension removed
+    citing_article: str  # paper id, file extension removed
+    citation_offsets: List[str]
+    citation_text: str  # plain text, <S> tags stripped
+    reference_offsets: List[str]  # gold RP sids (task 1a)
+    reference_text: str
+    facets: List[str]  # normalised, see FACETS
+    annotator: Optional[str]
+    path: Path
+    line: int
+
+
+@dataclass
+class Topic:
+    topic_id: str
+    root: Path
+    reference_xml: Path
+    annotation_files: List[Path]
+    citance_dir: Optional[Path]
+    citing_sentences_json: Optional[Path]
+    auto: bool  # ScisummNet automatically annotated topic
+
+
+# --------------------------------------------------------------------------
+# Reference papers
+
+
+def _cp1252_fallback(err: UnicodeDecodeError) -> Tuple[str, int]:
+    bad = err.object[err.start:err.end]
+    return bad.decode("cp1252", errors="replace"), err.end
+
+
+codecs.register_error("spacy_rhetoric_cp1252", _cp1252_fallback)
+
+
+def decode_mixed(data: bytes) -> str:
+    """UTF-8, with undecodable bytes read as cp1252 (the corpus mixes both)."""
+    text = data.decode("utf8", errors="spacy_rhetoric_cp1252")
+    return text.lstrip("\ufeff")
+
+
+_WS = re.compile(r"\s+")
+
+
+def _norm_text(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def read_reference_xml(path: Union[str, Path]) -> ReferencePaper:
+    """Read a reference-paper XML file into sentences with sids and sections."""
+    path = Path(path)
+    text = decode_mixed(path.read_bytes())
+    text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)  # the encoding is handled above
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        line, col = exc.position
+        raise ReaderError(path, line, f"broken XML (column {col}): {exc}") from None
+    paper_id = path.name.split(".")[0]
+    sentences: List[RefSentence] = []
+    title: Optional[str] = None
+    n_empty = 0
+
+    def add(elem: ET.Element, section: Optional[str]) -> None:
+        nonlocal n_empty
+        if "sid" not in elem.attrib:
+            raise ReaderError(path, None, "<S> element without a sid", field="sid")
+        sent_text = _norm_text("".join(elem.itertext()))
+        if not sent_text:
+            n_empty += 1
+            return
+        ssid = elem.attrib.get("ssid")
+        sentences.append(RefSentence(elem.attrib["sid"].strip(), ssid.strip() if ssid else None,
+                                     sent_text, section))
+
+    def walk(children: List[ET.Element], section: Optional[str]) -> None:
+        for child in children:
+            if child.tag == "S":
+                add(child, section)
+            elif child.tag == "ABSTRACT":
+                walk(list(child), ABSTRACT)
+            elif child.tag == "SECTION":
+                walk(list(child), _norm_text(child.attrib.get("title", "")) or None)
+            else:  # SUBSECTION headings and anything unknown: keep its sentences
+                walk(list(child), section)
+
+    children = list(root)
+    if children and children[0].tag == "S":
+        # The paper title is the first <S> directly under <PAPER> (sid 0).
+        add(children[0], TITLE)
+        if sentences:
+            title = sentences[0].text
+        children = children[1:]
+    walk(children, None)
+    return ReferencePaper(paper_id=paper_id, title=title, sentences=sentences, path=path,
+                          n_empty=n_empty)
+
+
+def reference_doc(nlp_or_vocab: Union[Language, Vocab], paper: ReferencePaper,
+                  *, labels: Optional[List[Optional[str]]] = None) -> Doc:
+    """The reference paper as one Doc: gold sentence boundaries, sids,
+    sections and doc id (the paper id)."""
+    sents = paper.sentences
+    return doc_from_sentences(
+        nlp_or_vocab,
+        [s.text for s in sents],
+        labels=labels,
+        sections=[s.section for s in sents],
+        sids=[s.sid for s in sents],
+        doc_id=paper.paper_id,
+    )
+
+
+# --------------------------------------------------------------------------
+# Annotation files
+
+FIELDS = {
+    "citance number": "citance_number",
+    "reference article": "reference_article",
+    "citing article": "citing_article",
+    "citation marker offset": "citation_marker_offset",
+    "citation marker": "citation_marker",
+    "citation offset": "citation_offsets",
+    "citation text": "citation_text",
+    "reference offset": "reference_offsets",
+    "reference text": "reference_text",
+    "discourse facet": "facets",
+    "annotator": "annotator",
+}
+REQUIRED = ("citance_number", "reference_article", "citing_article", "reference_offsets")
+_KEY_RE = re.compile(
+    r"(?:^|\|)\s*("
+    + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(FIELDS, key=len, reverse=True))
+    + r")\s*:",
+    re.IGNORECASE,
+)
+_S_TAG = re.compile(r"</?S\b[^>]*>", re.IGNORECASE)
+_FACET_RE = re.compile(r"(method|results?|implication|aim|hypothesis)", re.IGNORECASE)
+
+
+def split_fields(line: str) -> Dict[str, str]:
+    """Split an annotation line at the known field names. The first
+    occurrence of a field wins; values are stripped of spaces and the
+    trailing field separator."""
+    matches = list(_KEY_RE.finditer(line))
+    out: Dict[str, str] = {}
+    for i, match in enumerate(matches):
+        key = FIELDS[_WS.sub(" ", match.group(1).lower())]
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+        value = line[match.end():end].strip()
+        if i + 1 == len(matches):
+            value = value.rstrip("|").strip()
+        out.setdefault(key, value)
+    return out
+
+
+def parse_offsets(value: str) -> List[str]:
+    """``['39','40']``, ``[39, 40]``, ``39,40`` or ``NA`` -> list of str ids."""
+    value = value.strip()
+    if not value or value.upper() == "NA":
+        return []
+    value = value.strip("[]")
+    items = [item.strip().strip("'\"").strip() for item in value.split(",")]
+    return [item for item in items if item and item.upper() != "NA"]
+
+
+def strip_sentence_tags(value: str) -> str:
+    """Plain text of an ``<S sid=..>...</S>`` sequence (entities unescaped)."""
+    return _norm_text(html.unescape(_S_TAG.sub(" ", value)))
+
+
+def normalise_facets(value: str) -> List[str]:
+    """``Method_Citation``, ``Result citation``, ``['Aim_Citation','Method_Citation']``
+    -> ``["method"]``, ``["results"]``, ``["aim", "method"]``; ``NA`` -> []."""
+    out: List[str] = []
+    for match in _FACET_RE.finditer(value):
+        facet = match.group(1).lower()
+        facet = "results" if facet.startswith("result") else facet
+        if facet not in out:
+            out.append(facet)
+    return out
+
+
+def _article_id(value: str) -> str:
+    value = value.strip()
+    return re.sub(r"\.(xml|txt)$", "", value, flags=re.IGNORECASE)
+
+
+def annotation_topic(path: Union[str, Path]) -> str:
+    return Path(path).name.split(".")[0]
+
+
+def read_annotations(path: Union[str, Path], *, topic: Optional[str] = None,
+                     stats: Optional[ReadStats] = None) -> Tuple[List[CitanceRecord], int]:
+    """All citance records of one ``.ann.txt``/``.annv3.txt`` file, and the
+    number of non-blank lines skipped as malformed (missing a required field or
+    a citance number). ``stats`` (optional) gets the counts and the reasons."""
+    path = Path(path)
+    topic = topic or annotation_topic(path)
+    records: List[CitanceRecord] = []
+    skipped = 0
+    text = decode_mixed(path.read_bytes())
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if stats is not None:
+            stats.read += 1
+        values = split_fields(line)
+        missing = [k for k in REQUIRED if not values.get(k)]
+        if missing:
+            skipped += 1
+            if stats is not None:
+                stats.skip(ReaderError(path, i, "missing field", field=missing[0]))
+            continue
+        annotator = values.get("annotator") or None
+        records.append(CitanceRecord(
+            topic=topic,
+            citance_number=values["citance_number"],
+            reference_article=_article_id(values["reference_article"]),
+            citing_article=_article_id(values["citing_article"]),
+            citation_offsets=parse_offsets(values.get("citation_offsets", "")),
+            citation_text=strip_sentence_tags(values.get("citation_text", "")),
+            reference_offsets=parse_offsets(values["reference_offsets"]),
+            reference_text=strip_sentence_tags(values.get("reference_text", "")),
+            facets=normalise_facets(values.get("facets", "")),
+            annotator=annotator,
+            path=path,
+            line=i,
+        ))
+        if stats is not None:
+            stats.used += 1
+    return records, skipped
+
+
+def read_citing_sentences(path: Union[str, Path]) -> List[Dict[str, Any]]:
+    """``citing_sentences.json`` of a ScisummNet topic (a list of dicts with
+    ``citance_No``, ``citing_paper_id``, ``raw_text``, ``clean_text`` ...)."""
+    path = Path(path)
+    try:
+        data = srsly.read_json(path)
+    except ValueError as exc:
+        raise ReaderError(path, None, f"invalid JSON: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise ReaderError(path, None, "expected a list of objects")
+    return data
+
+
+def citing_paper_path(topic: Topic, citing_article: str) -> Optional[Path]:
+    """The citing paper's file in ``Citance_XML``: ``<CP>.xml`` or, for a few
+    papers, the plain-text ``<CP>word.docx.txt``; None when absent."""
+    if topic.citance_dir is None:
+        return None
+    for name in (f"{citing_article}.xml", f"{citing_article}word.docx.txt"):
+        candidate = topic.citance_dir / name
+        if candidate.exists():
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------
+# Topics
+
+
+def _topic_from_dir(path: Path) -> Topic:
+    topic_id = path.name
+    ref_dir = path / "Reference_XML"
+    reference = ref_dir / f"{topic_id}.xml"
+    if not reference.exists():
+        candidates = sorted(ref_dir.glob("*.xml"))
+        if len(candidates) != 1:
+            raise ReaderError(ref_dir, None, f"expected {topic_id}.xml (found {len(candidates)} XML files)")
+        reference = candidates[0]
+    ann_dir = path / "annotation"
+    annotations = sorted(p for p in ann_dir.glob("*.ann*.txt")) if ann_dir.exists() else []
+    citance_dir = path / "Citance_XML"
+    citing_json = path / "citing_sentences.json"
+    has_json = citing_json.exists()
+    return Topic(
+        topic_id=topic_id,
+        root=path,
+        reference_xml=reference,
+        annotation_files=annotations,
+        citance_dir=citance_dir if citance_dir.exists() else None,
+        citing_sentences_json=citing_json if has_json else None,
+        auto=has_json or "scisummnet" in str(path).lower(),
+    )
+
+
+def iter_topics(root: Union[str, Path]) -> Iterator[Topic]:
+    """Topics under ``root`` in sorted order: ``root`` may be one topic
+    directory, a directory of topics (training-40-manual,
+    scisummnet-2019-auto) or a directory of such directories (cl-scisumm/)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"No such directory: {root}")
+    if (root / "Reference_XML").is_dir():
+        yield _topic_from_dir(root)
+        return
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        if (child / "Reference_XML").is_dir():
+            yield _topic_from_dir(child)
+        else:
+            for grandchild in sorted(p for p in child.iterdir() if p.is_dir()):
+                if (grandchild / "Reference_XML").is_dir():
+                    yield _topic_from_dir(grandchild)
+
+
+def read_reference_docs(
+    root: Union[str, Path],
+    nlp_or_vocab: Union[Language, Vocab],
+    *,
+    limit: int = 0,
+    errors: str = "skip",
+    stats: Optional[ReadStats] = None,
+) -> Iterator[Doc]:
+    """One Doc per topic's reference paper (sentences, sids, sections, doc id).
+
+    A reference XML that cannot be parsed is skipped and counted
+    (``errors="skip"``) or raises its ReaderError; empty ``<S>`` elements are
+    counted in ``stats.reasons`` (they are not records of their own).
+    """
+    stats = stats if stats is not None else ReadStats(name=str(root))
+    for topic in iter_topics(root):
+        stats.read += 1
+        try:
+            paper = read_reference_xml(topic.reference_xml)
+            if not paper.sentences:
+                raise ReaderError(topic.reference_xml, None, "no sentences")
+        except ReaderError as err:
+            if errors == "raise":
+                raise
+            stats.skip(err)
+            continue
+        if paper.n_empty:
+            stats.notes["empty <S> dropped"] += paper.n_empty
+        stats.used += 1
+        stats.docs += 1
+        stats.sentences += len(paper.sentences)
+        yield reference_doc(nlp_or_vocab, paper)
+        if limit > 0 and stats.docs >= limit:
+            return

@@ -1,0 +1,260 @@
+"""Shared helpers of the corpus readers.
+
+* :func:`doc_from_sentences` builds one ``Doc`` whose sentence boundaries are
+  exactly the given sentences, with gold labels, sections, source sentence ids
+  and a doc id written through :mod:`spacy_rhetoric.extensions`.
+* :func:`iter_jsonl` iterates over a JSON-lines file and reports ``file:line``
+  for invalid JSON; :func:`require` checks a record's fields the same way.
+* :class:`ReadStats` counts records read, records/docs written and records
+  skipped (with reasons) and prints a one-line summary, so that
+  ``records read == records used + records skipped`` always holds and nothing
+  is lost silently.
+
+Every reader takes ``errors="skip"`` (skip a malformed record, count it and
+warn once in the summary) or ``errors="raise"`` (stop with a
+:class:`ReaderError` naming file, line and field).
+"""
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import srsly
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.util import get_lang_class
+from spacy.vocab import Vocab
+from wasabi import msg
+
+from .. import extensions
+
+ERROR_MODES = ("skip", "raise")
+
+
+class ReaderError(ValueError):
+    """A malformed input record, located by file, line and (optionally) field."""
+
+    def __init__(self, path: Union[str, Path], line: Optional[int], message: str,
+                 field: Optional[str] = None):
+        self.path = Path(path)
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        what = f" (field {field!r})" if field else ""
+        super().__init__(f"{where}: {message}{what}")
+
+
+@dataclass
+class ReadStats:
+    """Bookkeeping of one read: records in = records used + records skipped."""
+
+    name: str = "records"
+    read: int = 0  # input records seen (lines, XML files, ...)
+    used: int = 0  # input records that went into the output
+    skipped: int = 0
+    docs: int = 0  # output Docs produced
+    sentences: int = 0  # sentences in the produced Docs
+    reasons: Counter = field(default_factory=Counter)
+    examples: List[str] = field(default_factory=list)  # first few skip messages
+    notes: Counter = field(default_factory=Counter)  # things dropped inside used records
+
+    def skip(self, err: Union[ReaderError, str]) -> None:
+        self.skipped += 1
+        reason = err.reason if isinstance(err, ReaderError) else str(err)
+        self.reasons[reason.split(":")[0]] += 1
+        if len(self.examples) < 5:
+            self.examples.append(str(err))
+
+    def check(self) -> None:
+        if self.read != self.used + self.skipped:
+            raise AssertionError(
+                f"{self.name}: {self.read} read but {self.used} used + {self.skipped} skipped"
+            )
+
+    def summary(self) -> str:
+        text = (
+            f"{self.name}: {self.read} records read, {self.used} used, "
+            f"{self.skipped} skipped; {self.docs} docs, {self.sentences} sentences"
+        )
+        if self.reasons:
+            text += " (skipped: " + ", ".join(f"{r} x{n}" for r, n in self.reasons.most_common()) + ")"
+        if self.notes:
+            text += " (" + ", ".join(f"{r} x{n}" for r, n in self.notes.most_common()) + ")"
+        return text
+
+    def print_summary(self) -> None:
+        if self.skipped:
+            msg.warn(self.summary())
+            for example in self.examples:
+                msg.text(f"  e.g. {example}")
+        else:
+            msg.info(self.summary())
+
+    def merge(self, other: "ReadStats") -> None:
+        self.read += other.read
+        self.used += other.used
+        self.skipped += other.skipped
+        self.docs += other.docs
+        self.sentences += other.sentences
+        self.reasons.update(other.reasons)
+        self.notes.update(other.notes)
+        self.examples.extend(other.examples[: max(0, 5 - len(self.examples))])
+
+
+def check_errors_mode(errors: str) -> None:
+    if errors not in ERROR_MODES:
+        raise ValueError(f"errors must be one of {ERROR_MODES}, got {errors!r}")
+
+
+def handle(err: ReaderError, errors: str, stats: Optional[ReadStats]) -> None:
+    """Raise ``err`` (errors="raise") or count it as a skipped record."""
+    if errors == "raise":
+        raise err
+    if stats is not None:
+        stats.skip(err)
+
+
+def iter_jsonl(path: Union[str, Path], *, errors: str = "raise",
+               stats: Optional[ReadStats] = None) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for each non-blank line of a JSON-lines
+    file (1-based line numbers). A line that is not a JSON object raises a
+    :class:`ReaderError` naming the file and line, or is skipped and counted
+    (``errors="skip"``). Every yielded or skipped line is counted in
+    ``stats.read``; the caller counts ``stats.used``."""
+    check_errors_mode(errors)
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {path}")
+    with path.open(encoding="utf8") as fileh:
+        for i, line in enumerate(fileh, start=1):
+            if not line.strip():
+                continue
+            if stats is not None:
+                stats.read += 1
+            try:
+                record = srsly.json_loads(line)
+            except ValueError as exc:
+                handle(ReaderError(path, i, f"invalid JSON: {exc}"), errors, stats)
+                continue
+            if not isinstance(record, dict):
+                handle(ReaderError(path, i, f"expected a JSON object, got {type(record).__name__}"),
+                       errors, stats)
+                continue
+            yield i, record
+
+
+def require(record: Dict[str, Any], key: str, path: Union[str, Path], line: int,
+            kind: Union[type, Tuple[type, ...]] = str) -> Any:
+    """``record[key]``, checked to be of type ``kind``; a :class:`ReaderError`
+    naming file, line and field otherwise."""
+    if key not in record:
+        raise ReaderError(path, line, "missing field", field=key)
+    value = record[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise ReaderError(path, line, f"wrong type: expected {names}, got {type(value).__name__}",
+                          field=key)
+    return value
+
+
+def clean_sentences(sentences: Sequence[Any], path: Union[str, Path], line: int,
+                    key: str = "sentences") -> List[str]:
+    """Strip sentences; a non-string or empty sentence is a ReaderError."""
+    out = []
+    for j, sent in enumerate(sentences):
+        if not isinstance(sent, str):
+            raise ReaderError(path, line, f"sentence {j} is not a string", field=key)
+        sent = sent.strip()
+        if not sent:
+            raise ReaderError(path, line, f"empty sentence {j}", field=key)
+        out.append(sent)
+    return out
+
+
+_BLANK_CACHE: Dict[int, Language] = {}
+
+
+def _make_doc_fn(nlp_or_vocab: Union[Language, Vocab]):
+    if isinstance(nlp_or_vocab, Language):
+        return nlp_or_vocab.make_doc, nlp_or_vocab.vocab
+    if isinstance(nlp_or_vocab, Vocab):
+        vocab = nlp_or_vocab
+        key = id(vocab)
+        if key not in _BLANK_CACHE:
+            lang = vocab.lang or "xx"
+            _BLANK_CACHE[key] = get_lang_class(lang)(vocab=vocab)
+        return _BLANK_CACHE[key].make_doc, vocab
+    raise TypeError(f"expected a Language or Vocab, got {type(nlp_or_vocab).__name__}")
+
+
+def doc_from_sentences(
+    nlp_or_vocab: Union[Language, Vocab],
+    sentences: Sequence[str],
+    *,
+    labels: Optional[Sequence[Optional[str]]] = None,
+    sections: Optional[Sequence[Optional[str]]] = None,
+    sids: Optional[Sequence[Optional[Any]]] = None,
+    doc_id: Optional[str] = None,
+) -> Doc:
+    """One Doc whose sentence boundaries are exactly ``sentences``.
+
+    Sentences are stripped, tokenized one by one (``nlp.make_doc``, or the
+    tokenizer of ``Vocab.lang`` when a Vocab is given) and joined by a single
+    space. Gold ``labels``, ``sections`` and source sentence ids ``sids`` (one
+    per sentence, None for none) and ``doc_id`` are stored through
+    :mod:`spacy_rhetoric.extensions`, so they survive ``DocBin(store_user_data=True)``.
+    """
+    make_doc, vocab = _make_doc_fn(nlp_or_vocab)
+    sentences = list(sentences)
+    n = len(sentences)
+    for name, values in (("labels", labels), ("sections", sections), ("sids", sids)):
+        if values is not None and len(values) != n:
+            raise ValueError(f"doc_from_sentences: {n} sentences but {len(values)} {name}")
+    words: List[str] = []
+    spaces: List[bool] = []
+    sent_starts: List[bool] = []
+    for j, sent in enumerate(sentences):
+        if not isinstance(sent, str):
+            raise TypeError(f"doc_from_sentences: sentence {j} is {type(sent).__name__}, not str")
+        sent_doc = make_doc(sent.strip())
+        if not len(sent_doc):
+            raise ValueError(f"doc_from_sentences: sentence {j} is empty")
+        for k, token in enumerate(sent_doc):
+            words.append(token.text)
+            spaces.append(bool(token.whitespace_))
+            sent_starts.append(k == 0)
+        spaces[-1] = j < n - 1
+    doc = Doc(vocab, words=words, spaces=spaces, sent_starts=sent_starts if words else None)
+    if n:
+        if labels is not None:
+            extensions.set_sent_labels(doc, labels)
+        if sections is not None:
+            extensions.set_sent_sections(doc, sections)
+        if sids is not None:
+            extensions.set_span_values(
+                doc, extensions.SID, list(doc.sents), [None if s is None else str(s) for s in sids]
+            )
+    if doc_id is not None:
+        extensions.set_doc_value(doc, extensions.DOC_ID, str(doc_id))
+    return doc
+
+
+def sentence_doc(vocab: Vocab, doc: Doc, start: int, end: int) -> Doc:
+    """A new Doc holding tokens ``doc[start:end]`` (same tokenization) as one
+    sentence, without trailing whitespace and without user data."""
+    span = doc[start:end]
+    words = [t.text for t in span]
+    spaces = [bool(t.whitespace_) for t in span]
+    if spaces:
+        spaces[-1] = False
+    return Doc(vocab, words=words, spaces=spaces,
+               sent_starts=[True] + [False] * (len(words) - 1) if words else None)
+
+
+def limit_iter(items: Iterable[Any], limit: int) -> Iterator[Any]:
+    """The first ``limit`` items (all when limit <= 0)."""
+    for i, item in enumerate(items):
+        if limit > 0 and i >= limit:
+            return
+        yield item
