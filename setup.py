@@ -32,11 +32,14 @@ EXTRAS = {
 ENTRY_POINTS = {
     "console_scripts": ["spacy-rhetoric = spacy_rhetoric.cli:main"],
     "spacy_factories": [
+        "rhetoric_sentence_encoder = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder",
     ],
     "spacy_architectures": [
         "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",
+        "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
     ],
     "spacy_scorers": [
+        "spacy_rhetoric.sentence_encoder_scorer.v1 = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder_scorer",
     ],
     "spacy_readers": [
     ],

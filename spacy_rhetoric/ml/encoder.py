@@ -1,0 +1,81 @@
+"""Sentence encoder architecture: pooled token vectors -> one vector per sentence.
+
+``spacy_rhetoric.SentenceEncoder.v1`` wraps ``build_sentence_pooler`` (see
+``pooling.py``): a tok2vec (a small CNN, or a ``TransformerListener`` that
+shares a transformer with other components) runs over the docs, each
+sentence's token vectors are pooled ("mean", "first" = [CLS]-style first
+token, "max", "last", or several joined by "+"), and an optional projection
+(``Linear`` or ``Maxout``) maps them to ``projection_width``.
+
+Input: ``(docs, indices)`` with ``indices`` a Ragged array of ``(start, end)``
+token offsets, one row per sentence, one length per doc. Output: a Floats2d
+with one row per sentence, in the order of ``indices``. The vectors are NOT
+normalised here: the metric losses decide how to treat the norm, and the
+pipe L2-normalises the vectors it stores.
+"""
+from typing import Callable, List, Optional, Tuple
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Dropout, Linear, Maxout, Model, chain
+from thinc.types import Floats2d, Ragged
+
+from .pooling import build_sentence_pooler
+
+PROJECTIONS = ("linear", "maxout")
+
+
+def ragged2array() -> Model[Ragged, Floats2d]:
+    """Ragged sentence vectors (grouped per doc) -> one flat Floats2d."""
+    return Model("ragged2array", _ragged2array_forward)
+
+
+def _ragged2array_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Floats2d, Callable]:
+    lengths = X.lengths
+
+    def backprop(dY: Floats2d) -> Ragged:
+        return Ragged(dY, lengths)
+
+    return X.dataXd, backprop
+
+
+@registry.architectures("spacy_rhetoric.SentenceEncoder.v1")
+def build_sentence_encoder(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    projection_width: Optional[int] = None,
+    projection: str = "linear",
+    maxout_pieces: int = 3,
+    dropout: float = 0.0,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Sentence vectors from pooled token vectors.
+
+    tok2vec: token-vector layer (e.g. ``spacy.HashEmbedCNN.v2`` or
+        ``spacy-transformers.TransformerListener.v1``).
+    pooling: "mean", "first" ([CLS]-style), "last", "max" or a "+"-joined
+        combination (concatenated), e.g. "mean+first".
+    projection_width: width of an optional projection after pooling
+        (None or 0: no projection, the output width is the pooled width).
+    projection: "linear" or "maxout" (with ``maxout_pieces`` pieces,
+        layer-normalised).
+    dropout: dropout before the projection (only with a projection).
+    """
+    if projection not in PROJECTIONS:
+        raise ValueError(f"Unknown projection {projection!r}: use one of {PROJECTIONS}")
+    pooler = build_sentence_pooler(tok2vec, pooling)
+    layers: List[Model] = [pooler, ragged2array()]
+    if projection_width:
+        if projection == "linear":
+            proj = Linear(nO=projection_width)
+            if dropout:
+                proj = chain(Dropout(dropout), proj)
+        else:
+            proj = Maxout(nO=projection_width, nP=maxout_pieces, normalize=True, dropout=dropout)
+        layers.append(proj)
+    model = chain(*layers)
+    model.name = "sentence_encoder"
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.attrs["pooling"] = pooling
+    model.attrs["projection_width"] = projection_width or None
+    return model
