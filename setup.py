@@ -42,6 +42,11 @@ ENTRY_POINTS = {
         "spacy_rhetoric.sentence_encoder_scorer.v1 = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder_scorer",
     ],
     "spacy_readers": [
+        "spacy_rhetoric.CSAbstructCorpus.v1 = spacy_rhetoric.readers.corpora:csabstruct_corpus",
+        "spacy_rhetoric.PMCSentsCorpus.v1 = spacy_rhetoric.readers.corpora:pmc_sents_corpus",
+        "spacy_rhetoric.CitationIntentCorpus.v1 = spacy_rhetoric.readers.corpora:citation_intent_corpus",
+        "spacy_rhetoric.SciSummCorpus.v1 = spacy_rhetoric.readers.corpora:scisumm_corpus",
+        "spacy_rhetoric.SentenceCorpus.v1 = spacy_rhetoric.readers.corpora:sentence_corpus",
     ],
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",

@@ -1,0 +1,167 @@
+"""Registered corpus readers, usable in the ``[corpora]`` block of a config
+like ``spacy.Corpus.v1``::
+
+    [corpora.train]
+    @readers = "spacy_rhetoric.CSAbstructCorpus.v1"
+    path = ${paths.train}
+    limit = 0
+    shuffle = false
+
+Each returns a callable ``(nlp) -> Iterator[Example]``; the reference Doc of
+an Example carries the gold sentence boundaries, labels, sections, sids and
+doc id, the predicted Doc is ``nlp.make_doc(reference.text)``. With
+``shuffle = true`` the Examples are shuffled (Python's ``random``, which
+``spacy train`` seeds) before ``limit`` is applied, as in spacy.Corpus.
+
+``spacy_rhetoric.SentenceCorpus.v1`` reads ``.spacy`` DocBins written by
+``spacy-rhetoric convert`` and yields one Example per labelled sentence (the
+input of the PK batcher and the sentence encoder).
+"""
+import random
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, List, Optional, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from spacy.util import registry
+
+from .. import extensions
+from .citation_intent import read_citation_intent
+from .clscisumm import read_reference_docs
+from .common import ReadStats, sentence_doc
+from .csabstruct import read_csabstruct
+from .pmc import read_pmc_sents
+
+CorpusReader = Callable[[Language], Iterator[Example]]
+
+
+class _DocCorpus:
+    """Wraps a ``(path, nlp, stats=...) -> Iterator[Doc]`` reader."""
+
+    def __init__(self, name: str, read, path: Union[str, Path], *, limit: int = 0,
+                 shuffle: bool = False, verbose: bool = False, **kwargs):
+        self.name = name
+        self.read = read
+        self.path = Path(path)
+        self.limit = int(limit)
+        self.shuffle = bool(shuffle)
+        self.verbose = verbose
+        self.kwargs = kwargs
+        self.stats: Optional[ReadStats] = None  # statistics of the last pass
+
+    def docs(self, nlp: Language) -> Iterator[Doc]:
+        if not self.path.exists():
+            raise FileNotFoundError(f"{self.name}: no such file or directory: {self.path}")
+        self.stats = ReadStats(name=f"{self.name} {self.path}")
+        # Without shuffling, stop reading at the limit; with shuffling, read all.
+        limit = 0 if self.shuffle else self.limit
+        yield from self.read(self.path, nlp, limit=limit, stats=self.stats, **self.kwargs)
+        if self.verbose or self.stats.skipped:
+            self.stats.print_summary()
+
+    def __call__(self, nlp: Language) -> Iterator[Example]:
+        docs: Iterable[Doc] = self.docs(nlp)
+        if self.shuffle:
+            docs = list(docs)
+            random.shuffle(docs)
+            if self.limit > 0:
+                docs = docs[: self.limit]
+        for ref in docs:
+            yield Example(nlp.make_doc(ref.text), ref)
+
+
+@registry.readers("spacy_rhetoric.CSAbstructCorpus.v1")
+def csabstruct_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> CorpusReader:
+    """CSAbstruct ``.jsonl``: one Example per abstract."""
+    return _DocCorpus("CSAbstruct", read_csabstruct, path, limit=limit, shuffle=shuffle)
+
+
+@registry.readers("spacy_rhetoric.PMCSentsCorpus.v1")
+def pmc_sents_corpus(path: Path, limit: int = 0, shuffle: bool = False,
+                     group_by: str = "article") -> CorpusReader:
+    """PMC-Sents-FULL ``.jsonl``: one Example per article (or per run of
+    lines / per line, see ``group_by``)."""
+    return _DocCorpus("PMC-Sents-FULL", read_pmc_sents, path, limit=limit, shuffle=shuffle,
+                      group_by=group_by)
+
+
+@registry.readers("spacy_rhetoric.CitationIntentCorpus.v1")
+def citation_intent_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> CorpusReader:
+    """SciCite / ACL-ARC JSON lines: one single-sentence Example per record."""
+    return _DocCorpus("citation intent", read_citation_intent, path, limit=limit, shuffle=shuffle)
+
+
+@registry.readers("spacy_rhetoric.SciSummCorpus.v1")
+def scisumm_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> CorpusReader:
+    """CL-SciSumm topics (one topic dir, a dir of topics, or cl-scisumm/):
+    one Example per reference paper, with sids, sections and the paper id
+    (no rhetorical labels)."""
+    return _DocCorpus("CL-SciSumm", read_reference_docs, path, limit=limit, shuffle=shuffle)
+
+
+def _spacy_files(path: Path) -> List[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.spacy"))
+        if not files:
+            raise FileNotFoundError(f"No .spacy files under {path}")
+        return files
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {path}")
+    return [path]
+
+
+def sentence_examples(nlp: Language, doc: Doc, label_field: str = extensions.LABEL) -> Iterator[Example]:
+    """One Example per sentence of ``doc`` that has a value for
+    ``label_field``: the sentence (same tokens) as its own one-sentence Doc,
+    carrying the label under ``label_field`` plus the sentence's section and
+    sid and the source doc id."""
+    doc_id = extensions.get_doc_value(doc, extensions.DOC_ID)
+    for start, end, label in extensions.labelled_spans(doc, field=label_field):
+        ref = sentence_doc(nlp.vocab, doc, start, end)
+        if not len(ref):
+            continue
+        sent = ref[:]
+        source = doc[start:end]
+        extensions.set_span_values(ref, label_field, [sent], [label])
+        for field in (extensions.SECTION, extensions.SID):
+            if field != label_field:
+                value = extensions.get_span_value(source, field)
+                if value is not None:
+                    extensions.set_span_values(ref, field, [sent], [value])
+        if doc_id is not None:
+            extensions.set_doc_value(ref, extensions.DOC_ID, doc_id)
+        yield Example(nlp.make_doc(ref.text), ref)
+
+
+class SentenceCorpus:
+    def __init__(self, path: Union[str, Path], label_field: str = extensions.LABEL,
+                 limit: int = 0, shuffle: bool = False):
+        self.path = Path(path)
+        self.label_field = label_field
+        self.limit = int(limit)
+        self.shuffle = bool(shuffle)
+
+    def docs(self, nlp: Language) -> Iterator[Doc]:
+        for file in _spacy_files(self.path):
+            yield from DocBin().from_disk(file).get_docs(nlp.vocab)
+
+    def __call__(self, nlp: Language) -> Iterator[Example]:
+        examples: Iterable[Example] = (
+            eg for doc in self.docs(nlp) for eg in sentence_examples(nlp, doc, self.label_field)
+        )
+        if self.shuffle:
+            examples = list(examples)
+            random.shuffle(examples)
+        for i, eg in enumerate(examples):
+            if self.limit > 0 and i >= self.limit:
+                return
+            yield eg
+
+
+@registry.readers("spacy_rhetoric.SentenceCorpus.v1")
+def sentence_corpus(path: Path, label_field: str = "label", limit: int = 0,
+                    shuffle: bool = False) -> CorpusReader:
+    """A ``.spacy`` DocBin (or a directory of them) as one Example per
+    labelled sentence."""
+    return SentenceCorpus(path, label_field=label_field, limit=limit, shuffle=shuffle)
