@@ -451,8 +451,11 @@ def sentence_vectors(nlp, docs: Iterable, *, progress: bool = True) -> Tuple[num
 
 
 def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -> Dict[str, object]:
-    """Micro/macro F1 and per-label P/R/F (scikit-learn) over sentences;
-    a missing prediction (None) counts as wrong."""
+    """Micro/macro F1 and per-label P/R/F (scikit-learn) over sentences.
+
+    A missing prediction (None) counts as wrong. F1-micro is taken over all
+    labels seen in gold or predictions, so it equals accuracy; F1-macro and
+    the per-label scores are over the gold labels."""
     from sklearn.metrics import f1_score, precision_recall_fscore_support
 
     gold = [str(g) for g in gold]
@@ -462,7 +465,7 @@ def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -
     labels = sorted(set(gold))
     p, r, f, support = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
     return {
-        "f1_micro": float(f1_score(gold, pred, labels=labels, average="micro", zero_division=0)),
+        "f1_micro": float(f1_score(gold, pred, average="micro", zero_division=0)),
         "f1_macro": float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0)),
         "n_sentences": len(gold),
         "n_unpredicted": sum(1 for x in predicted if x is None),
