@@ -18,7 +18,8 @@ Retrieval (SciToricsBERT §4, Musgrave et al. 2020)
     is the precision among the first i neighbours (Musgrave et al. 2020).
     Queries whose label occurs only once (``R = 0``) have no correct answer;
     like pytorch-metric-learning's "lone query" rule they are left out of both
-    averages and counted in ``n_lone_queries``.
+    averages and counted in ``n_lone_queries`` (if every query is lone, both
+    scores are 0 with a warning).
 
 Downstream classifiers (Bartz Guedes & da Silva 2023, §4.1)
     Classifiers are trained on the TRAIN embeddings and scored on the TEST
@@ -158,7 +159,9 @@ def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
     R = counts[inverse] - 1  # other sentences with the query's label
     scored = R > 0
     if not scored.any():
-        raise ValueError("every label occurs only once: no query has a correct answer")
+        # Undefined; 0 keeps a training-time scorer on a tiny dev set alive.
+        warnings.warn("retrieval_scores: every label occurs only once, no query has a correct answer")
+        return {"p_at_1": 0.0, "map_at_r": 0.0, "n_queries": 0, "n_lone_queries": n}
     k = int(R.max())
     idx, _ = nearest_neighbours(X, k)
     rel = y[idx] == y[:, None]  # [n, k] neighbour i has the query's label
