@@ -378,8 +378,8 @@ class SentenceEncoder(TrainablePipe):
         emb = xp2torch(self.model.ops.xp.ascontiguousarray(vectors), requires_grad=True)
         self._ensure_loss(emb.device)
         self.loss_fn.train()
-        if self._loss_optimizer is not None:
-            self._loss_optimizer.zero_grad()
+        # Gradients of the loss's own parameters accumulate (like thinc's)
+        # until finish_update steps the torch optimizer.
         labels = torch.as_tensor(list(label_ids), dtype=torch.long, device=emb.device)
         loss = self.loss_fn(emb, labels)
         if not torch.isfinite(loss):
@@ -429,10 +429,17 @@ class SentenceEncoder(TrainablePipe):
         backprop(d_vectors)
         if sgd is not None:
             self.finish_update(sgd)
-            if self._loss_optimizer is not None:
-                self._loss_optimizer.step()
         losses[self.name] += loss
         return losses
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Update the thinc model with ``sgd`` and the loss's own parameters
+        with their torch optimizer (``Language.update`` and ``spacy train``
+        call this after the ``update`` calls of a batch)."""
+        super().finish_update(sgd)
+        if self._loss_optimizer is not None:
+            self._loss_optimizer.step()
+            self._loss_optimizer.zero_grad()
 
     def initialize(
         self,
