@@ -32,6 +32,8 @@ EXTRAS = {
 ENTRY_POINTS = {
     "console_scripts": ["spacy-rhetoric = spacy_rhetoric.cli:main"],
     "spacy_factories": [
+        "rhetoric_phrase_labeler = spacy_rhetoric.pipeline.phrase_labeler:make_phrase_labeler",
+        "rhetoric_citance_linker = spacy_rhetoric.pipeline.citance_linker:make_citance_linker",
         "rhetoric_sentence_encoder = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder",
     ],
     "spacy_architectures": [
@@ -39,6 +41,8 @@ ENTRY_POINTS = {
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
     ],
     "spacy_scorers": [
+        "spacy_rhetoric.phrase_labeler_scorer.v1 = spacy_rhetoric.pipeline.phrase_labeler:make_phrase_labeler_scorer",
+        "spacy_rhetoric.citance_link_scorer.v1 = spacy_rhetoric.pipeline.citance_linker:make_citance_link_scorer",
         "spacy_rhetoric.sentence_encoder_scorer.v1 = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder_scorer",
     ],
     "spacy_readers": [
