@@ -1,0 +1,388 @@
+"""The distant-supervision corpus builder (``spacy-rhetoric label``)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import srsly
+from spacy.language import Language
+from spacy.tokens import DocBin
+from spacy.vocab import Vocab
+
+import spacy_rhetoric
+from spacy_rhetoric import corpus_builder as cb
+from spacy_rhetoric import extensions as ext
+
+# Stand-in for the rhetoric_phrase_labeler (interface C), used only while the
+# real component is not installed. It is a file so that Dask worker
+# processes can import it too (build_corpus(code=...)).
+STANDIN_SOURCE = '''
+from spacy.language import Language
+from spacy.matcher import PhraseMatcher
+from spacy.tokens import Doc
+from spacy_rhetoric import extensions as ext
+
+
+class StandInPhraseLabeler:
+    def __init__(self, nlp, name, n):
+        self.name, self.n, self.matcher, self.labels = name, n, None, {}
+
+    def initialize(self, get_examples=None, *, nlp=None, phrases=()):
+        table = {}
+        for label, phrase in phrases:
+            doc = nlp.make_doc(phrase)
+            for name, proc in nlp.pipeline:
+                if name != self.name:
+                    doc = proc(doc)
+            lemmas = [t.lemma_.lower() for t in doc]
+            grams = [lemmas[i:i + self.n] for i in range(len(lemmas) - self.n + 1)] or [lemmas]
+            for g in grams:
+                table.setdefault(tuple(g), set()).add(label)
+        self.matcher = PhraseMatcher(nlp.vocab, attr="LEMMA")
+        self.labels = {}
+        for i, (gram, labels) in enumerate(sorted(table.items())):
+            if len(labels) == 1:
+                key = f"g{i}"
+                self.labels[nlp.vocab.strings.add(key)] = labels.pop()
+                self.matcher.add(key, [Doc(nlp.vocab, words=list(gram), lemmas=list(gram))])
+
+    def __call__(self, doc):
+        if self.matcher is None:
+            return doc
+        for tok in doc:  # lower-cased lemmas, like the patterns
+            tok.lemma_ = tok.lemma_.lower()
+        matches = sorted((s, e, self.labels[m]) for m, s, e in self.matcher(doc))
+        sents = list(doc.sents)
+        labels, spans = [], []
+        for sent in sents:
+            root = sent.root.i
+            hit = next(((s, e, l) for s, e, l in matches if s <= root < e and sent.start <= s and e <= sent.end), None)
+            labels.append(hit[2] if hit else None)
+            spans.append((hit[0], hit[1]) if hit else None)
+        ext.set_span_values(doc, ext.PHRASE_LABEL, sents, labels)
+        ext.set_span_values(doc, ext.PHRASE_MATCH, sents, spans)
+        return doc
+
+
+if not Language.has_factory("rhetoric_phrase_labeler"):
+    @Language.factory("rhetoric_phrase_labeler", default_config={"n": 5})
+    def make_standin(nlp, name, n):
+        return StandInPhraseLabeler(nlp, name, n)
+'''
+
+PHRASES = [
+    ("Showing the aim of the paper", "in this paper we propose a new method"),
+    ("Reference to tables or figures", "table 2 shows the results of"),
+    ("Showing the outline of the paper", "the rest of the paper is organized as follows"),
+    ("Suggestion of future work", "in future work we plan to"),
+    ("Comparison of the results", "our system outperforms the baseline"),
+    ("Showing what is already done in the past work", "these models have been applied to many tasks"),
+]
+
+SENTENCES = [
+    "In this paper we propose a new method for parsing {t}.",
+    "Table 2 shows the results of the {t} experiments.",
+    "The rest of the paper is organized as follows.",
+    "In future work we plan to extend the {t} model.",
+    "Our system outperforms the baseline by a wide margin on {t}.",
+    "Neural models have been applied to {t} before.",
+    "The weather was nice when we collected the {t} data.",
+    "We thank the anonymous reviewers.",
+]
+TOPICS = ["tagging", "chunking", "summarization", "translation", "retrieval",
+          "segmentation", "generation", "coreference", "alignment", "entailment",
+          "questions", "dialogue"]
+
+
+def _xml(paper_title: str, sentences) -> str:
+    body = "\n".join(f'    <S sid ="{i + 1}" ssid = "{i + 1}">{s}</S>' for i, s in enumerate(sentences))
+    return (f'<PAPER>\n<S sid="0">{paper_title}</S>\n<ABSTRACT>\n{body}\n</ABSTRACT>\n'
+            f'<SECTION title="Introduction" number="1">\n<S sid ="99" ssid = "1">We study {paper_title}.</S>\n'
+            f'</SECTION>\n</PAPER>\n')
+
+
+def make_corpus(root: Path, n_papers: int = 12) -> Path:
+    """``n_papers`` reference XMLs in the CL-SciSumm layout; every paper
+    shares "The rest of the paper is organized as follows." (a duplicate)."""
+    for i in range(n_papers):
+        topic = TOPICS[i % len(TOPICS)]
+        pid = f"P{i:02d}-10{i:02d}"
+        d = root / pid / "Reference_XML"
+        d.mkdir(parents=True)
+        sents = [s.format(t=topic) for s in SENTENCES[: 4 + (i % 5)]]
+        (d / f"{pid}.xml").write_text(_xml(f"Paper about {topic}", sents), encoding="utf8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def standin_code(tmp_path_factory):
+    """Path of a --code file providing the labeler, or None when the real
+    rhetoric_phrase_labeler is installed."""
+    if Language.has_factory("rhetoric_phrase_labeler"):
+        return None
+    path = tmp_path_factory.mktemp("code") / "standin_labeler.py"
+    path.write_text(STANDIN_SOURCE, encoding="utf8")
+    cb.import_code(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+def outputs(out_dir: Path):
+    """Everything a build produced, for equality checks (DocBins as bytes of
+    their decoded content)."""
+    res = {}
+    for name in ("train", "valid"):
+        res[f"{name}.jsonl"] = (out_dir / f"{name}.jsonl").read_text(encoding="utf8")
+        docs = list(DocBin(store_user_data=True).from_disk(out_dir / f"{name}.spacy").get_docs(Vocab()))
+        res[f"{name}.spacy"] = [(d.text, d.user_data.get(ext.STORE_KEY)) for d in docs]
+    return res
+
+
+def build(corpus, out, code, **kw):
+    kw.setdefault("n", 3)
+    return cb.build_corpus([corpus], out, phrases=PHRASES, code=code, batch_size=8, **kw)
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, standin_code, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref")
+    summary = build(corpus, out, standin_code)
+    return out, summary
+
+
+def test_sentence_boundaries_are_kept(en_parser):
+    """The parser neither splits nor merges a preset sentence."""
+    text = "We propose a new method. It works well. Table 2 shows the results."
+    assert len(list(en_parser(text).sents)) == 3  # free parsing splits it
+    doc = en_parser(cb.sentence_doc(en_parser, text))
+    sents = list(doc.sents)
+    assert len(sents) == 1 and sents[0].text == text
+    assert sum(1 for t in doc if t.dep_ == "ROOT") == 1
+
+
+def test_build_outputs(reference, corpus):
+    out, summary = reference
+    assert summary["inputs"] == 12 and summary["inputs_skipped"] == 0 and summary["papers"] == 12
+    # 12 papers: title + abstract (4..8) + 1 intro sentence
+    n_src = sum(1 + (4 + i % 5) + 1 for i in range(12))
+    assert summary["sentences"] == n_src == summary["source_sentences"]
+    rows = [json.loads(l) for n in ("train", "valid") for l in (out / f"{n}.jsonl").read_text().splitlines()]
+    assert len(rows) == summary["labeled_kept"] == summary["labeled"] - summary["duplicates_removed"]
+    by_text = {r["text"]: r for r in rows}
+    r = by_text["Table 2 shows the results of the tagging experiments."]
+    assert r["label"] == "Reference to tables or figures" and r["paper_id"] == "P00-1000"
+    assert r["section"] == "abstract" and r["sid"] == "2" and r["index"] == 2
+    assert r["ngram"] and r["ngram"].lower() in r["text"].lower()
+    # unlabeled sentences are not in the output
+    assert not any("weather" in t for t in by_text)
+    assert set(summary["per_label"]) <= {label for label, _ in PHRASES}
+    assert sum(summary["per_label"].values()) == len(rows)
+    # the .spacy files: one Doc per sentence with its gold label (SentenceCorpus input)
+    docs = list(DocBin(store_user_data=True).from_disk(out / "train.spacy").get_docs(Vocab()))
+    docs += list(DocBin(store_user_data=True).from_disk(out / "valid.spacy").get_docs(Vocab()))
+    assert len(docs) == len(rows)
+    for doc in docs:
+        sents = list(doc.sents)
+        assert len(sents) == 1
+        row = by_text[doc.text]
+        assert spacy_rhetoric.get_sent_labels(doc) == [row["label"]]
+        assert sents[0]._.phrase_match.text == row["ngram"]
+        assert doc._.rhetoric_doc_id == row["paper_id"]
+        assert sents[0]._.rhetoric_sid == row["sid"]
+
+
+def test_dedup_keeps_first_copy(reference):
+    out, summary = reference
+    rows = [json.loads(l) for n in ("train", "valid") for l in (out / f"{n}.jsonl").read_text().splitlines()]
+    outline = [r for r in rows if r["text"] == "The rest of the paper is organized as follows."]
+    assert len(outline) == 1 and outline[0]["paper_id"] == "P00-1000"  # first in key order
+    assert summary["duplicates_removed"] >= 11
+    norm = Counter(cb.normalise_text(r["text"]) for r in rows)
+    assert max(norm.values()) == 1
+    assert cb.normalise_text("The  rest\tOF the paper") == cb.normalise_text("the rest of the paper")
+
+
+def test_split_by_paper(reference):
+    out, summary = reference
+    rows = {n: [json.loads(l) for l in (out / f"{n}.jsonl").read_text().splitlines()] for n in ("train", "valid")}
+    train_papers = {r["paper_id"] for r in rows["train"]}
+    valid_papers = {r["paper_id"] for r in rows["valid"]}
+    assert train_papers and valid_papers and not train_papers & valid_papers
+    assert all(r["split"] == n for n in rows for r in rows[n])
+    assert summary["split"]["train_sentences"] == len(rows["train"])
+
+
+def test_split_ratio_and_stratification():
+    import random
+
+    rng = random.Random(3)
+    labels_all = [f"L{i}" for i in range(6)]
+    papers, labels = [], []
+    for p in range(200):
+        for _ in range(rng.randint(5, 40)):
+            papers.append(f"paper{p}")
+            labels.append(rng.choice(labels_all[: 2 + p % 5]))
+    valid, info = cb.split_by_paper(papers, labels, seed=0)
+    assert info["n_splits"] == 5
+    n_valid = sum(p in valid for p in papers)
+    assert 0.17 < n_valid / len(papers) < 0.23
+    for label in labels_all[:6]:
+        total = labels.count(label)
+        share = sum(1 for p, l in zip(papers, labels) if l == label and p in valid) / total
+        assert 0.1 < share < 0.3, (label, share)
+    # seeded and deterministic
+    assert cb.split_by_paper(papers, labels, seed=0)[0] == valid
+    assert cb.split_by_paper(papers, labels, seed=1)[0] != valid
+    # too few papers
+    assert cb.split_by_paper(["a", "a"], ["x", "y"])[0] == set()
+
+
+def test_resume_after_interruption(corpus, standin_code, reference, tmp_path):
+    out = tmp_path / "out"
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_5(inp, header):
+        seen.append(inp.key)
+        if len(seen) == 5:
+            raise Stop()
+
+    with pytest.raises(Stop):
+        build(corpus, out, standin_code, on_shard=stop_after_5)
+    assert len(list((out / "shards").glob("*.jsonl"))) == 5
+    assert not (out / "train.jsonl").exists()
+    # a temp file left by a killed writer is ignored and cleaned up
+    (out / "shards" / ".tmp-junk.jsonl.123").write_text("{broken")
+    summary = build(corpus, out, standin_code)
+    assert summary["inputs_resumed"] == 5 and summary["inputs_labeled_this_run"] == 7
+    assert outputs(out) == outputs(reference[0])
+    assert not list((out / "shards").glob(".tmp-*"))
+    # a third run has nothing left to label and still ends with the same files
+    again = build(corpus, out, standin_code)
+    assert again["inputs_labeled_this_run"] == 0
+    assert outputs(out) == outputs(reference[0])
+
+
+def test_resume_refuses_other_settings(corpus, standin_code, reference, tmp_path):
+    out = tmp_path / "out"
+    build(corpus, out, standin_code, limit=2)
+    with pytest.raises(cb.CorpusBuildError, match="different settings"):
+        build(corpus, out, standin_code, n=4, limit=2)
+    summary = build(corpus, out, standin_code, n=4, limit=2, overwrite=True)
+    assert summary["inputs_resumed"] == 0
+
+
+def test_killed_subprocess_resumes(corpus, standin_code, reference, tmp_path):
+    """SIGKILL a real CLI process mid-run, rerun: same output as uninterrupted."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "spacy_rhetoric", "label", str(corpus), "-o", str(out),
+           "--phrases", str(tmp_path / "phrases.tsv"), "--n", "3", "--batch-size", "1"]
+    (tmp_path / "phrases.tsv").write_text("".join(f"{l}\t{p}\t1\n" for l, p in PHRASES))
+    if standin_code:
+        cmd += ["--code", str(standin_code)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shards = out / "shards"
+    deadline = time.time() + 90
+    while time.time() < deadline and proc.poll() is None:
+        if shards.exists() and len(list(shards.glob("*.jsonl"))) >= 3:
+            break
+        time.sleep(0.05)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len(list(shards.glob("*.jsonl")))
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = srsly.read_json(out / "summary.json")
+    if killed:
+        assert summary["inputs_resumed"] == n_before and n_before < 12
+    assert outputs(out) == outputs(reference[0])
+
+
+def test_malformed_inputs_skipped_and_counted(corpus, standin_code, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "broken.xml").write_text('<PAPER><S sid="1">Table 2 shows the results of</PAPER>')
+    (src / "empty.txt").write_text("\n\n")
+    (src / "notes.txt").write_text("Table 2 shows the results of our tagging study.\n\nThe sky is blue.\n")
+    (src / "sents.jsonl").write_text(
+        json.dumps({"paper_id": "J1", "text": "In future work we plan to add more data.", "section": "conclusion"}) + "\n"
+        + "{not json\n"
+        + json.dumps({"paper_id": "J1", "no_text": 1}) + "\n"
+        + json.dumps({"paper_id": "J2", "text": "Our system outperforms the baseline on parsing."}) + "\n"
+    )
+    summary = cb.build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3, code=standin_code)
+    assert summary["inputs"] == 4 and summary["inputs_skipped"] == 2
+    reasons = {s["input"]: s["reason"] for s in summary["skipped"]}
+    assert set(reasons) == {"broken.xml", "empty.txt"}
+    assert "broken.xml" in reasons["broken.xml"] and "no sentences" in reasons["empty.txt"]
+    assert summary["bad_records"] == 2 and "sents.jsonl:2" in summary["bad_record_examples"][0]
+    assert summary["sentences"] == 4 and summary["papers"] == 3
+    rows = [json.loads(l) for n in ("train", "valid") for l in (tmp_path / "out" / f"{n}.jsonl").read_text().splitlines()]
+    assert {r["paper_id"] for r in rows} == {"notes", "J1", "J2"}
+    assert {r["section"] for r in rows if r["paper_id"] == "J1"} == {"conclusion"}
+
+
+def test_spacy_input_roundtrip(reference, standin_code, tmp_path):
+    """The .spacy output is itself a valid input (one paper per Doc)."""
+    out = reference[0]
+    summary = cb.build_corpus([out / "train.spacy"], tmp_path / "again", phrases=PHRASES, n=3, code=standin_code)
+    train = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]
+    assert summary["sentences"] == len(train)
+    assert summary["labeled"] == len(train)  # every sentence was labeled before
+
+
+def test_real_reference_papers(shared_data, standin_code, tmp_path):
+    root = shared_data / "cl-scisumm" / "training-40-manual"
+    topics = sorted(p.name for p in root.iterdir())[:2]
+    src = tmp_path / "cl"
+    for t in topics:
+        (src / t / "Reference_XML").mkdir(parents=True)
+        xml = root / t / "Reference_XML" / f"{t}.xml"
+        (src / t / "Reference_XML" / f"{t}.xml").write_bytes(xml.read_bytes())
+    phrases = [("Reference to tables or figures", "table 1 shows the"),
+               ("Showing the aim of the paper", "in this paper we describe"),
+               ("Showing brief introduction to the methodology", "we present a novel")]
+    summary = cb.build_corpus([src], tmp_path / "out", phrases=phrases, n=3, code=standin_code)
+    assert summary["papers"] == 2 and summary["inputs_skipped"] == 0
+    assert summary["sentences"] > 200
+    assert summary["labeled"] >= 1
+
+
+def test_n_process_2_equals_1(corpus, standin_code, reference, tmp_path):
+    build(corpus, tmp_path / "np2", standin_code, n_process=2)
+    assert outputs(tmp_path / "np2") == outputs(reference[0])
+
+
+def test_dask_local_cluster_equals_single_process(corpus, standin_code, reference, tmp_path):
+    pytest.importorskip("distributed")
+    summary = build(corpus, tmp_path / "dask", standin_code, scheduler="local", workers=2)
+    assert summary["inputs_labeled_this_run"] == 12
+    assert outputs(tmp_path / "dask") == outputs(reference[0])
+
+
+def test_missing_dask_gives_clear_error(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "distributed" or name.startswith("dask"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(cb.CorpusBuildError, match=r"spacy_rhetoric\[distributed\]"):
+        cb._import_distributed()
