@@ -35,12 +35,16 @@ ENTRY_POINTS = {
         "rhetoric_phrase_labeler = spacy_rhetoric.pipeline.phrase_labeler:make_phrase_labeler",
         "rhetoric_citance_linker = spacy_rhetoric.pipeline.citance_linker:make_citance_linker",
         "rhetoric_sentence_encoder = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder",
+        "rhetoric_function_classifier = spacy_rhetoric.pipeline.function_classifier:make_function_classifier",
     ],
     "spacy_architectures": [
         "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",
+        "spacy_rhetoric.SentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_sentence_classifier",
+        "spacy_rhetoric.ContextSentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_context_sentence_classifier",
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
     ],
     "spacy_scorers": [
+        "spacy_rhetoric.function_classifier_scorer.v1 = spacy_rhetoric.pipeline.function_classifier:make_function_classifier_scorer",
         "spacy_rhetoric.phrase_labeler_scorer.v1 = spacy_rhetoric.pipeline.phrase_labeler:make_phrase_labeler_scorer",
         "spacy_rhetoric.citance_link_scorer.v1 = spacy_rhetoric.pipeline.citance_linker:make_citance_link_scorer",
         "spacy_rhetoric.sentence_encoder_scorer.v1 = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder_scorer",

@@ -1,0 +1,209 @@
+"""Sentence classification architectures for ``rhetoric_function_classifier``.
+
+Both take ``(docs, indices)`` (see ``pooling.py``: a Ragged array of
+``(start, end)`` token offsets, one length per doc) and return a Floats2d of
+label probabilities, one row per sentence in the order of ``indices``.
+
+- ``spacy_rhetoric.SentenceClassifier.v1``: each sentence on its own:
+  pooled token vectors -> (optional Maxout hidden layer) -> Softmax.
+- ``spacy_rhetoric.ContextSentenceClassifier.v1``: a sentence's label also
+  depends on its neighbours and on where it sits in the document. The
+  sentence vectors of each doc form a sequence; a context encoder runs over
+  that sequence (a residual window-Maxout CNN, or a BiLSTM), never across doc
+  boundaries, and its output is concatenated with position features
+  (relative position, is-first, is-last) before the Softmax.
+"""
+from typing import Callable, List, Optional, Tuple
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import (
+    Dropout,
+    LayerNorm,
+    Maxout,
+    Model,
+    PyTorchLSTM,
+    Softmax,
+    chain,
+    clone,
+    expand_window,
+    list2ragged,
+    noop,
+    ragged2list,
+    residual,
+    with_array,
+)
+from thinc.types import Floats2d, Ragged
+
+from .pooling import build_sentence_pooler
+
+N_POSITION_FEATURES = 3
+
+
+def ragged_to_array() -> Model[Ragged, Floats2d]:
+    """Ragged -> its data rows (the lengths are dropped)."""
+    return Model("ragged_to_array", _ragged_to_array_forward)
+
+
+def _ragged_to_array_forward(model: Model, X: Ragged, is_train: bool):
+    lengths = X.lengths
+
+    def backprop(dY: Floats2d) -> Ragged:
+        return Ragged(dY, lengths)
+
+    return X.dataXd, backprop
+
+
+def position_features(ops, lengths) -> Floats2d:
+    """One row per sentence: relative position in its doc (0 for the first,
+    1 for the last; 0 for a single sentence), is-first, is-last."""
+    lengths = [int(n) for n in ops.to_numpy(lengths)]
+    feats = ops.alloc2f(sum(lengths), N_POSITION_FEATURES)
+    row = 0
+    for n in lengths:
+        for i in range(n):
+            feats[row, 0] = i / (n - 1) if n > 1 else 0.0
+            feats[row, 1] = 1.0 if i == 0 else 0.0
+            feats[row, 2] = 1.0 if i == n - 1 else 0.0
+            row += 1
+    return feats
+
+
+def with_positions(context: Model[Ragged, Ragged]) -> Model[Ragged, Floats2d]:
+    """Run ``context`` over the sentence sequence and append the position
+    features of each sentence to its output row."""
+    return Model(
+        "with_positions",
+        _with_positions_forward,
+        init=_with_positions_init,
+        layers=[context],
+        dims={"nO": None},
+    )
+
+
+def _with_positions_init(model: Model, X: Optional[Ragged] = None, Y=None) -> None:
+    context = model.layers[0]
+    context.initialize(X=X)
+    if X is not None:
+        width = context.predict(X).dataXd.shape[1]
+        model.set_dim("nO", width + N_POSITION_FEATURES, force=True)
+    elif context.has_dim("nO") and context.get_dim("nO") is not None:
+        model.set_dim("nO", context.get_dim("nO") + N_POSITION_FEATURES, force=True)
+
+
+def _with_positions_forward(model: Model, X: Ragged, is_train: bool):
+    context = model.layers[0]
+    Y, bp_context = context(X, is_train)
+    width = Y.dataXd.shape[1]
+    feats = position_features(model.ops, X.lengths)
+    out = model.ops.xp.hstack([Y.dataXd, feats])
+
+    def backprop(dOut: Floats2d) -> Ragged:
+        return bp_context(Ragged(model.ops.xp.ascontiguousarray(dOut[:, :width]), Y.lengths))
+
+    return out, backprop
+
+
+def build_context_encoder(
+    width: int, *, encoder: str, depth: int, window_size: int, maxout_pieces: int, dropout: float
+) -> Model[Ragged, Ragged]:
+    """Sequence layer over the sentences of each doc (Ragged -> Ragged).
+
+    "cnn": residual (window -> Maxout -> LayerNorm) blocks, padded between docs
+    so windows never see another doc's sentences. "lstm": a BiLSTM (thinc
+    PyTorchLSTM) over each doc's sentence sequence.
+    """
+    if depth <= 0:
+        return noop()
+    if encoder == "cnn":
+        block = residual(
+            chain(
+                expand_window(window_size=window_size),
+                Maxout(
+                    nO=width,
+                    nI=width * (window_size * 2 + 1),
+                    nP=maxout_pieces,
+                    dropout=dropout,
+                    normalize=True,
+                ),
+            )
+        )
+        seq = with_array(clone(block, depth), pad=window_size * depth)
+        return chain(ragged2list(), seq, list2ragged())
+    if encoder == "lstm":
+        if width % 2:
+            raise ValueError(f"The BiLSTM context encoder needs an even width, got {width}")
+        return chain(
+            ragged2list(),
+            PyTorchLSTM(nO=width, nI=width, bi=True, depth=depth, dropout=dropout),
+            list2ragged(),
+        )
+    raise ValueError(f"Unknown context encoder {encoder!r}: use 'cnn' or 'lstm'")
+
+
+@registry.architectures("spacy_rhetoric.SentenceClassifier.v1")
+def build_sentence_classifier(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    hidden_size: int = 128,
+    dropout: float = 0.1,
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Isolated-sentence classifier: pooled sentence vector -> (Maxout
+    hidden layer when hidden_size > 0) -> Softmax over the labels."""
+    pooler = build_sentence_pooler(tok2vec, pooling)
+    output_layer = Softmax(nO=nO)
+    layers = [pooler, ragged_to_array()]
+    if hidden_size > 0:
+        layers.append(Maxout(nO=hidden_size, nP=3, dropout=dropout, normalize=True))
+    layers.append(output_layer)
+    model = chain(*layers)
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.set_ref("output_layer", output_layer)
+    model.attrs["context"] = False
+    return model
+
+
+@registry.architectures("spacy_rhetoric.ContextSentenceClassifier.v1")
+def build_context_sentence_classifier(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    width: int = 128,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    dropout: float = 0.1,
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Classifier that sees a sentence's neighbours and position.
+
+    pooled sentence vectors -> Maxout projection to ``width`` -> context
+    encoder over each doc's sentence sequence (``encoder`` "cnn" with
+    ``window_size`` neighbours per side per layer, or "lstm", a BiLSTM;
+    ``depth`` layers) -> concatenated with (relative position, is-first,
+    is-last) -> Softmax.
+    """
+    pooler = build_sentence_pooler(tok2vec, pooling)
+    project = with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))
+    context = build_context_encoder(
+        width,
+        encoder=encoder,
+        depth=depth,
+        window_size=window_size,
+        maxout_pieces=maxout_pieces,
+        dropout=dropout,
+    )
+    output_layer = Softmax(nO=nO)
+    model = chain(
+        pooler,
+        with_positions(chain(project, context)),
+        Dropout(dropout),
+        output_layer,
+    )
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.set_ref("output_layer", output_layer)
+    model.attrs["context"] = True
+    return model
