@@ -59,6 +59,13 @@ ENTRY_POINTS = {
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
         "spacy_rhetoric.pipeline_name.v1 = spacy_rhetoric.util:pipeline_name",
+        "spacy_rhetoric.SoftmaxLoss.v1 = spacy_rhetoric.losses:softmax_loss_v1",
+        "spacy_rhetoric.BatchAllTripletLoss.v1 = spacy_rhetoric.losses:batch_all_triplet_loss_v1",
+        "spacy_rhetoric.ArcFaceLoss.v1 = spacy_rhetoric.losses:arcface_loss_v1",
+        "spacy_rhetoric.MultiSimilarityLoss.v1 = spacy_rhetoric.losses:multi_similarity_loss_v1",
+        "spacy_rhetoric.NTXentLoss.v1 = spacy_rhetoric.losses:nt_xent_loss_v1",
+        "spacy_rhetoric.MarginGradedTripletLoss.v1 = spacy_rhetoric.losses:margin_graded_triplet_loss_v1",
+        "spacy_rhetoric.CosinePairLoss.v1 = spacy_rhetoric.losses:cosine_pair_loss_v1",
     ],
     "spacy_batchers": [
     ],
