@@ -211,17 +211,16 @@ _FACET_RE = re.compile(r"(method|results?|implication|aim|hypothesis)", re.IGNOR
 
 
 def split_fields(line: str) -> Dict[str, str]:
-    """Split an annotation line at the known field names. The first
-    occurrence of a field wins; values are stripped of spaces and the
-    trailing field separator."""
+    """Split an annotation line at the known field names (so ``|`` inside a
+    text is kept). The first occurrence of a field wins; values are stripped
+    of spaces and trailing field separators."""
     matches = list(_KEY_RE.finditer(line))
     out: Dict[str, str] = {}
     for i, match in enumerate(matches):
         key = FIELDS[_WS.sub(" ", match.group(1).lower())]
         end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-        value = line[match.end():end].strip()
-        if i + 1 == len(matches):
-            value = value.rstrip("|").strip()
+        # Strip spaces and the field separator(s) left before the next key.
+        value = line[match.end():end].strip().rstrip("| \t")
         out.setdefault(key, value)
     return out
 
