@@ -68,6 +68,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.CosinePairLoss.v1 = spacy_rhetoric.losses:cosine_pair_loss_v1",
     ],
     "spacy_batchers": [
+        "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.batchers:pk_batcher",
     ],
 }
 
