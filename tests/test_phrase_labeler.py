@@ -374,3 +374,40 @@ def test_read_phrases_cfs3_json(tmp_path):
     labeler = PhraseLabeler(spacy.blank("en").vocab, attr="LOWER")
     labeler.initialize(phrases=str(ngram_to_label))
     assert set(labeler.table.values()) == {"01"} and labeler.stats["ngrams_multilabel"] == 1
+
+
+def brute_force(sent, table, key):
+    """Every listed n-gram in the sentence, kept if it holds the root, then
+    the documented tie rule (longest, earliest, label)."""
+    keys = [key(t) for t in sent]
+    found = []
+    for length in {len(k) for k in table}:
+        for i in range(len(keys) - length + 1):
+            label = table.get(tuple(keys[i : i + length]))
+            start, end = sent.start + i, sent.start + i + length
+            if label is not None and start <= sent.root.i < end:
+                found.append((-length, start, label, end))
+    if not found:
+        return None
+    length, start, label, end = min(found)
+    return label, start, end
+
+
+def test_root_anchored_lookup_equals_brute_force(labeled_nlp, shared_data):
+    from spacy_rhetoric.readers.clscisumm import read_reference_xml, reference_doc
+
+    xml = shared_data / "cl-scisumm" / "training-40-manual" / "C00-2123" / "Reference_XML" / "C00-2123.xml"
+    paper = read_reference_xml(xml)
+    doc = labeled_nlp(reference_doc(labeled_nlp, paper))
+    labeler = labeled_nlp.get_pipe("rhetoric_phrase_labeler")
+    table = labeler.table
+    key = lambda t: t.lemma_.lower()  # noqa: E731
+    n_labeled = 0
+    for sent in doc.sents:
+        expected = brute_force(sent, table, key)
+        got = None
+        if sent._.phrase_label is not None:
+            got = (sent._.phrase_label, sent._.phrase_match.start, sent._.phrase_match.end)
+            n_labeled += 1
+        assert got == expected, sent.text
+    assert n_labeled > 5
