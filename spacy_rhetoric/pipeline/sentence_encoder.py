@@ -42,6 +42,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate, torch2xp, xp2torch
 from thinc.types import Floats2d
 
+from .. import losses as _losses  # noqa: F401  (registers the metric losses)
 from ..extensions import LABEL, STORE_KEY, VECTOR, get_span_value, set_span_values
 from ..ml.pooling import Offsets, doc_sentence_offsets, example_sentences, make_indices
 
