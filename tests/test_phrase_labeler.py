@@ -411,3 +411,13 @@ def test_root_anchored_lookup_equals_brute_force(labeled_nlp, shared_data):
             n_labeled += 1
         assert got == expected, sent.text
     assert n_labeled > 5
+
+
+def test_labeler_pickles():
+    import pickle
+
+    nlp = spacy.blank("en")
+    labeler = nlp.add_pipe("rhetoric_phrase_labeler", config={"attr": "LOWER", "n": 3})
+    labeler.initialize(phrases=[("Aim", "we propose a")])
+    copy = pickle.loads(pickle.dumps(labeler))
+    assert copy.table == labeler.table and copy.cfg == labeler.cfg

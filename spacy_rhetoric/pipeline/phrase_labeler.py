@@ -42,6 +42,7 @@ The table serializes with ``to_disk``/``to_bytes`` (``cfg`` + ``ngrams.jsonl``,
 span_ruler style), so ``nlp.to_disk`` -> ``spacy.load`` labels identically.
 """
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import (
     Any,
@@ -588,7 +589,6 @@ def score_phrase_labels(
 
 @registry.scorers("spacy_rhetoric.phrase_labeler_scorer.v1")
 def make_phrase_labeler_scorer(gold_field: str = LABEL) -> Callable:
-    def scorer(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
-        return score_phrase_labels(examples, gold_field=gold_field)
-
-    return scorer
+    # A partial of a module-level function, so the pipe pickles (n_process>1
+    # with the "spawn" start method).
+    return partial(score_phrase_labels, gold_field=gold_field)
