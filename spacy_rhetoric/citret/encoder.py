@@ -214,10 +214,10 @@ def finetune(
                 losses.append(float(value.detach()))
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.4f}")
-                if on_step is not None:
-                    on_step(step, losses[-1])
                 if ckpt is not None and step % checkpoint_every == 0:
                     save_checkpoint()
+                if on_step is not None:
+                    on_step(step, losses[-1])
             if step >= total:
                 break
     finally:

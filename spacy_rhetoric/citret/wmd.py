@@ -8,6 +8,9 @@ of the CL-SciSumm reference papers (:func:`train_word2vec`,
 ``.bin``/``.bin.gz`` such as the GoogleNews vectors, or word2vec text
 ``.txt``/``.vec``). Nothing is downloaded.
 
+gensim normalises the word vectors to unit length (``norm=True``, its
+default since 4.0) before computing distances.
+
 The paper ranks by the sum of the cosine distance and the WMD (the authors'
 code sorts ``cosine distance + WMD`` ascending), so the non-contextual
 *similarity* added to the cosine similarity is ``-WMD``: ranking by
