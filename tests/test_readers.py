@@ -439,3 +439,21 @@ shuffle = false
     by_section = list(reader(path, label_field="section")(nlp))
     assert [(eg.reference.text, sent_values(eg.reference, "section")) for eg in by_section] == [
         ("A b.", ["s1"]), ("C d.", ["s2"])]
+
+
+def test_readers_found_through_entry_points():
+    """spaCy finds the readers without importing spacy_rhetoric first."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from spacy.util import registry\n"
+        "names = ['CSAbstructCorpus', 'PMCSentsCorpus', 'CitationIntentCorpus', 'SciSummCorpus', 'SentenceCorpus']\n"
+        "for name in names:\n"
+        "    registry.readers.get(f'spacy_rhetoric.{name}.v1')\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

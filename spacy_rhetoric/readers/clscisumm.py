@@ -39,7 +39,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from .common import ReaderError, ReadStats, doc_from_sentences
+from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences
 
 FACETS = ("method", "results", "implication", "aim", "hypothesis")
 ABSTRACT = "abstract"
@@ -390,6 +390,7 @@ def read_reference_docs(
     (``errors="skip"``) or raises its ReaderError; empty ``<S>`` elements are
     counted in ``stats.reasons`` (they are not records of their own).
     """
+    check_errors_mode(errors)
     stats = stats if stats is not None else ReadStats(name=str(root))
     for topic in iter_topics(root):
         stats.read += 1

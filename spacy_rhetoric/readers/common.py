@@ -61,8 +61,11 @@ class ReadStats:
 
     def skip(self, err: Union[ReaderError, str]) -> None:
         self.skipped += 1
-        reason = err.reason if isinstance(err, ReaderError) else str(err)
-        self.reasons[reason.split(":")[0]] += 1
+        if isinstance(err, ReaderError):
+            key = err.reason.split(":")[0] + (f" ({err.field})" if err.field else "")
+        else:
+            key = str(err).split(":")[0]
+        self.reasons[key] += 1
         if len(self.examples) < 5:
             self.examples.append(str(err))
 

@@ -29,7 +29,7 @@ from spacy.util import registry
 from .. import extensions
 from .citation_intent import read_citation_intent
 from .clscisumm import read_reference_docs
-from .common import ReadStats, sentence_doc
+from .common import ReadStats
 from .csabstruct import read_csabstruct
 from .pmc import read_pmc_sents
 
@@ -117,10 +117,24 @@ def sentence_examples(nlp: Language, doc: Doc, label_field: str = extensions.LAB
     carrying the label under ``label_field`` plus the sentence's section and
     sid and the source doc id."""
     doc_id = extensions.get_doc_value(doc, extensions.DOC_ID)
-    for start, end, label in extensions.labelled_spans(doc, field=label_field):
-        ref = sentence_doc(nlp.vocab, doc, start, end)
-        if not len(ref):
+    spans = extensions.labelled_spans(doc, field=label_field)
+    if not spans:
+        return
+    # Read the tokens once per source doc (Token objects are slow to create).
+    words, spaces, offsets = [], [], []
+    for token in doc:
+        words.append(token.text)
+        spaces.append(bool(token.whitespace_))
+        offsets.append(token.idx)
+    text = doc.text
+    for start, end, label in spans:
+        if end <= start:
             continue
+        sent_words = words[start:end]
+        sent_spaces = spaces[start:end]
+        sent_spaces[-1] = False
+        ref = Doc(nlp.vocab, words=sent_words, spaces=sent_spaces,
+                  sent_starts=[True] + [False] * (len(sent_words) - 1))
         sent = ref[:]
         source = doc[start:end]
         extensions.set_span_values(ref, label_field, [sent], [label])
@@ -131,7 +145,8 @@ def sentence_examples(nlp: Language, doc: Doc, label_field: str = extensions.LAB
                     extensions.set_span_values(ref, field, [sent], [value])
         if doc_id is not None:
             extensions.set_doc_value(ref, extensions.DOC_ID, doc_id)
-        yield Example(nlp.make_doc(ref.text), ref)
+        sent_text = text[offsets[start]:offsets[end - 1] + len(words[end - 1])]
+        yield Example(nlp.make_doc(sent_text), ref)
 
 
 class SentenceCorpus:
