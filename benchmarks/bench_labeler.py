@@ -47,6 +47,12 @@ def parse_args(argv=None):
     p.add_argument("--coverage-limit", type=int, default=0, help="papers for coverage (0 = all)")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-coverage", action="store_true")
+    p.add_argument(
+        "--summarize-only",
+        action="store_true",
+        help="no parsing: summarise the papers in --checkpoint so far into --out "
+        "(keeps the speed figures already in --out)",
+    )
     p.add_argument("--checkpoint", type=Path, default=REPO / "benchmarks" / "results" / "labeler_coverage.jsonl")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "labeler.json")
     return p.parse_args(argv)
@@ -176,7 +182,7 @@ def any_ngram(sent, table, lengths, keys):
     return False
 
 
-def coverage(args, nlp, labeler):
+def coverage(args, nlp, labeler, *, run=True):
     from spacy_rhetoric.extensions import get_doc_value, DOC_ID
     from spacy_rhetoric.readers.clscisumm import reference_doc
 
@@ -193,15 +199,15 @@ def coverage(args, nlp, labeler):
                 done[row["paper"]] = row
     todo = []
     n_papers = 0
-    for corpus, topic, paper in reference_papers(args):
+    for corpus, topic, paper in reference_papers(args) if run else ():
         if args.coverage_limit and n_papers >= args.coverage_limit:
             break
         n_papers += 1
         if topic not in done:
             todo.append((corpus, topic, paper))
     print(f"coverage: {n_papers} papers, {len(done)} from checkpoint, {len(todo)} to run", flush=True)
-    variants = build_variants(args, nlp)
-    table = labeler.table
+    variants = build_variants(args, nlp) if run else {}
+    table = labeler.table if run else {}
     lengths = sorted({len(k) for k in table})
     corpus_of = {topic: corpus for corpus, topic, _ in todo}
     docs = (reference_doc(nlp, paper) for _, _, paper in todo)
@@ -209,7 +215,7 @@ def coverage(args, nlp, labeler):
     start = time.perf_counter()
     n_tokens = 0
     with args.checkpoint.open("a", encoding="utf8") as out:
-        for doc in nlp.pipe(docs, batch_size=4):
+        for doc in (nlp.pipe(docs, batch_size=4) if run else ()):
             topic = get_doc_value(doc, DOC_ID)
             sents = list(doc.sents)
             labels = [s._.phrase_label for s in sents]
@@ -275,6 +281,14 @@ def coverage(args, nlp, labeler):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.summarize_only:
+        report = json.loads(args.out.read_text(encoding="utf8")) if args.out.exists() else {}
+        report["coverage"] = coverage(args, None, None, run=False)
+        report["coverage"]["partial_summary_utc"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2), encoding="utf8")
+        print(f"wrote {args.out}")
+        return
     nlp, labeler = build_nlp(args)
     report = {
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
