@@ -264,6 +264,31 @@ def test_annotation_quirks(tmp_path):
     assert split_fields("Citance Number: 1 | Annotator: |")["annotator"] == ""
 
 
+def test_annotation_csv(tmp_path):
+    import csv
+
+    path = tmp_path / "Q01-0001_someone.csv"
+    with path.open("w", newline="", encoding="utf8") as fileh:
+        writer = csv.writer(fileh)
+        writer.writerow(["Citance Number", "Reference Article", "Citing Article", "Citation Marker Offset",
+                         "Citation Marker", "Citation Offset", "Citation Text", "Citation Text Clean",
+                         "Reference Offset", "Reference Text", "Discourse Facet"])
+        writer.writerow(["1", "Q01-0001", "R02-0002", "0", "Doe, 2001", "0", "We follow Doe, 2001, as\nbefore",
+                         "We follow Doe (2001)", " '11'", ' <S sid="11" ssid="1">A "quoted", text.</S>',
+                         "Method_Citation"])
+        writer.writerow(["2", "Q01-0001", "R02-0002", "0", "Doe", "0", "t", "t", "NA", "NA", "NA"])
+        writer.writerow(["3", "", "R02-0002", "0", "Doe", "0", "t", "t", "'5'", "x", "Aim_Citation"])
+    stats = ReadStats()
+    recs, skipped = read_annotations(path, stats=stats)
+    stats.check()
+    assert (len(recs), skipped) == (2, 1)
+    assert recs[0].topic == "Q01-0001" and recs[0].line == 2
+    assert recs[0].reference_offsets == ["11"] and recs[0].reference_text == 'A "quoted", text.'
+    assert recs[0].citation_text == "We follow Doe, 2001, as before" and recs[0].facets == ["method"]
+    assert recs[1].reference_offsets == [] and recs[1].facets == [] and recs[1].line == 4
+    assert "Q01-0001_someone.csv:5" in stats.examples[0]
+
+
 # --------------------------------------------------------------------------
 # Malformed JSON lines
 

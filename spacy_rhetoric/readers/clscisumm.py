@@ -6,7 +6,7 @@ Layout of one topic directory (``<TOPIC>/``)::
     Citance_XML/<CP>.xml              citing papers (manual topics only); a few are
                                       plain text ``<CP>word.docx.txt`` instead
     annotation/<TOPIC>.ann.txt        one record per citance, fields joined by " | "
-      (or .annv3.txt)
+      (or .annv3.txt; older releases: .csv with a header row of the same names)
     citing_sentences.json             ScisummNet (auto) topics only
 
 Quirks handled here (see ../shared/data/README.md):
@@ -27,7 +27,9 @@ Quirks handled here (see ../shared/data/README.md):
   counted.
 """
 import codecs
+import csv
 import html
+import io
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -258,25 +260,52 @@ def _article_id(value: str) -> str:
 
 
 def annotation_topic(path: Union[str, Path]) -> str:
-    return Path(path).name.split(".")[0]
+    """Topic id from an annotation file name: ``C00-2123.ann.txt`` and
+    ``A00-2030_annotator.csv`` -> the ACL Anthology id."""
+    name = Path(path).name
+    match = re.match(r"[A-Z]\d{2}-\d{4}", name)
+    return match.group(0) if match else name.split(".")[0]
+
+
+def _csv_rows(text: str) -> Iterator[Tuple[int, Dict[str, str]]]:
+    """``(line, values)`` per data row of a CSV annotation file (header row
+    with the same field names as the ``.ann.txt`` records; unknown columns
+    such as ``Citation Text Clean`` are ignored)."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        return
+    keys = [FIELDS.get(_WS.sub(" ", h.strip().lower())) for h in header]
+    line = reader.line_num + 1
+    for row in reader:
+        values = {k: v.strip() for k, v in zip(keys, row) if k is not None}
+        if any(v.strip() for v in row):
+            yield line, values
+        line = reader.line_num + 1
+
+
+def _txt_rows(text: str) -> Iterator[Tuple[int, Dict[str, str]]]:
+    for i, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield i, split_fields(line)
 
 
 def read_annotations(path: Union[str, Path], *, topic: Optional[str] = None,
                      stats: Optional[ReadStats] = None) -> Tuple[List[CitanceRecord], int]:
-    """All citance records of one ``.ann.txt``/``.annv3.txt`` file, and the
-    number of non-blank lines skipped as malformed (missing a required field or
-    a citance number). ``stats`` (optional) gets the counts and the reasons."""
+    """All citance records of one annotation file (``.ann.txt``/``.annv3.txt``
+    with `` | ``-separated fields, or ``.csv`` with a header row), and the
+    number of records skipped as malformed (missing a required field:
+    citance number, reference/citing article, reference offset). ``stats``
+    (optional) gets the counts and the reasons with file:line."""
     path = Path(path)
     topic = topic or annotation_topic(path)
     records: List[CitanceRecord] = []
     skipped = 0
     text = decode_mixed(path.read_bytes())
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    rows = _csv_rows(text) if path.suffix.lower() == ".csv" else _txt_rows(text)
+    for i, values in rows:
         if stats is not None:
             stats.read += 1
-        values = split_fields(line)
         missing = [k for k in REQUIRED if not values.get(k)]
         if missing:
             skipped += 1
@@ -342,7 +371,10 @@ def _topic_from_dir(path: Path) -> Topic:
             raise ReaderError(ref_dir, None, f"expected {topic_id}.xml (found {len(candidates)} XML files)")
         reference = candidates[0]
     ann_dir = path / "annotation"
-    annotations = sorted(p for p in ann_dir.glob("*.ann*.txt")) if ann_dir.exists() else []
+    annotations = sorted(
+        p for p in ann_dir.iterdir()
+        if re.search(r"\.ann[^.]*\.txt$|\.csv$", p.name, re.IGNORECASE)
+    ) if ann_dir.exists() else []
     citance_dir = path / "Citance_XML"
     citing_json = path / "citing_sentences.json"
     has_json = citing_json.exists()
