@@ -131,7 +131,7 @@ def test_softmax_hand_computed():
     y = torch.tensor([0, 0])
     # logits: [1, 0.5] and [0, 2.5]; -log softmax[0]
     expected = (math.log(1 + math.exp(-0.5)) + math.log(1 + math.exp(2.5))) / 2
-    assert float(loss(x, y)) == pytest.approx(expected, rel=1e-6)
+    assert loss(x, y).item() == pytest.approx(expected, rel=1e-6)
 
 
 def test_softmax_requires_initialize_and_valid_labels():
