@@ -49,6 +49,7 @@ def build_linker(
     use_denoising: bool = True,
     use_wmd: bool = True,
     k: int = 3,
+    preprocess_for_encoder: bool = True,
 ):
     """``(nlp, linker)``: a saved pipeline with a linker (``model``) or a blank
     English pipeline with a new linker; ``encoder``/``vectors``/switches
@@ -73,6 +74,7 @@ def build_linker(
     linker.settings.use_wce = use_wce
     linker.settings.use_denoising = use_denoising
     linker.settings.use_wmd = use_wmd
+    linker.settings.preprocess_for_encoder = preprocess_for_encoder
     linker.cfg.update(linker.settings.to_dict())
     linker.cfg["top_k"] = k
     if encoder is not None and model is not None:
@@ -133,6 +135,8 @@ def link_cli(
     wce: bool = typer.Option(True, "--wce/--no-wce", help="Weighted contextual embeddings (shared n-grams)"),
     denoise: bool = typer.Option(True, "--denoise/--no-denoise", help="Common component removal"),
     wmd: bool = typer.Option(True, "--wmd/--no-wmd", help="Add -WMD (non-contextual similarity)"),
+    preprocess_text: bool = typer.Option(True, "--preprocess/--no-preprocess",
+                                         help="Encode pre-processed text (as link-train does) or raw text"),
     k: int = typer.Option(3, "-k", help="Sentences returned per citance"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSON(L) output file (default stdout)"),
     threads: int = typer.Option(1, help="torch threads (0 = torch default)"),
@@ -146,7 +150,7 @@ def link_cli(
     topic's annotation files are merged per citance (union of the
     annotators' reference offsets) and P/R/F1 are micro-averaged."""
     _threads(threads)
-    nlp, linker = build_linker(model, encoder, vectors, wce, denoise, wmd, k)
+    nlp, linker = build_linker(model, encoder, vectors, wce, denoise, wmd, k, preprocess_text)
     if evaluate:
         from ..citret.corpus import evaluate_topics, select_topics
 
