@@ -235,7 +235,9 @@ def coverage(args, nlp, labeler, *, run=True):
             # Same parsed Doc, other settings (labelers are cheap; parsing is not).
             keys = [t.lemma_.lower() for t in doc]
             row["variants"] = {
-                "no root rule": sum(1 for s in sents if any_ngram(s, table, lengths, keys))
+                "no root rule (any listed n-gram anywhere in the sentence)": sum(
+                    1 for s in sents if any_ngram(s, table, lengths, keys)
+                )
             }
             for name, variant in variants.items():
                 variant(doc)
@@ -279,6 +281,46 @@ def coverage(args, nlp, labeler, *, run=True):
     return result
 
 
+def markdown(report) -> str:
+    """The figures of ``report`` as the rows of benchmarks/README.md."""
+    lines = []
+    sp = report.get("speed")
+    if sp:
+        for clock in ("cpu", "wall"):
+            r = sp[clock]
+            lines.append(
+                f"| speed, {clock} clock ({sp['papers']} papers, {sp['tokens']:,} tokens, "
+                f"median of {sp['repeats']}) | parser {r['parser_words_per_s']:,.0f} words/s; "
+                f"parser+labeler {r['parser_labeler_words_per_s']:,.0f} words/s; "
+                f"**ratio {r['ratio_end_to_end']:.3f}** (paired: "
+                f"{', '.join(f'{x:.3f}' for x in r['paired_ratios'])}); labeler alone "
+                f"{r['labeler_only_words_per_s']:,.0f} words/s -> parse/(parse+label) "
+                f"**{r['ratio_from_component_time']:.4f}** |"
+            )
+    cov = report.get("coverage")
+    if cov:
+        lines.append(
+            f"| coverage, all reference papers | {cov['papers']:,} papers, "
+            f"{cov['sentences']:,} sentences, **{cov['labeled']:,} labelled "
+            f"({100 * cov['coverage']:.2f}%)** |"
+        )
+        for name, c in sorted(cov["per_corpus"].items()):
+            lines.append(
+                f"| coverage, {name} | {c['papers']:,} papers, {c['sentences']:,} sentences, "
+                f"{c['labeled']:,} labelled ({100 * c['labeled'] / c['sentences']:.2f}%) |"
+            )
+        for name, n in cov.get("variants_labeled", {}).items():
+            lines.append(
+                f"| variant: {name} | {n:,} labelled ({100 * n / cov['sentences']:.2f}%) |"
+            )
+        lines.append("")
+        lines.append("| label | labelled sentences |")
+        lines.append("| --- | --- |")
+        for label, n in cov["per_label"].items():
+            lines.append(f"| {label} | {n:,} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.summarize_only:
@@ -287,6 +329,7 @@ def main(argv=None):
         report["coverage"]["partial_summary_utc"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2), encoding="utf8")
+        print(markdown(report))
         print(f"wrote {args.out}")
         return
     nlp, labeler = build_nlp(args)
@@ -306,6 +349,7 @@ def main(argv=None):
     report["load_average_end"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2), encoding="utf8")
+    print(markdown(report))
     print(f"wrote {args.out}")
 
 
