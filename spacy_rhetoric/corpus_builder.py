@@ -57,6 +57,7 @@ import re
 import sys
 import time
 import unicodedata
+import warnings
 from collections import Counter, OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -460,12 +461,14 @@ def _run_local(
     batch_size: int,
     on_shard: OnShard,
     progress: Any,
-) -> Tuple[int, int]:
+) -> Tuple[int, int, float]:
     """One ordered ``nlp.pipe`` stream over all pending inputs; each input's
     shard is written as soon as its last sentence is out. Returns
-    (inputs labeled, words)."""
+    (inputs labeled, words, seconds); the time includes reading inputs,
+    starting ``n_process`` workers and writing shards, not loading the model."""
     in_flight: "OrderedDict[str, _Shard]" = OrderedDict()
     done = [0, 0]
+    start = time.perf_counter()
 
     def feed() -> Iterator[Tuple[Doc, Tuple[str, Dict[str, Any]]]]:
         for inp in pending:
@@ -509,7 +512,7 @@ def _run_local(
     flush_complete()
     if in_flight:  # pragma: no cover - would mean nlp.pipe dropped documents
         raise RuntimeError(f"inputs left incomplete: {list(in_flight)}")
-    return done[0], done[1]
+    return done[0], done[1], time.perf_counter() - start
 
 
 # Worker-side cache: one pipeline per (settings, phrases) per worker process.
@@ -522,6 +525,15 @@ def _worker_nlp(settings: LabelSettings, phrases: PhrasePairs) -> Language:
         _WORKER_NLP.clear()
         _WORKER_NLP[key] = build_nlp(settings, phrases)
     return _WORKER_NLP[key]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _warm_worker(settings: LabelSettings, phrases: PhrasePairs) -> bool:
+    _worker_nlp(settings, phrases)
+    return True
 
 
 def dask_label_task(sentences: List[Dict[str, Any]], settings: LabelSettings, phrases: PhrasePairs, batch_size: int):
@@ -554,22 +566,34 @@ def _run_dask(
     batch_size: int,
     on_shard: OnShard,
     progress: Any,
-) -> Tuple[int, int]:
-    """One Dask task per pending input, at most ``2 x workers`` in flight."""
+) -> Tuple[int, int, float]:
+    """One Dask task per pending input, at most ``2 x workers`` in flight.
+    Returns (inputs labeled, words, seconds); every worker loads the pipeline
+    before the clock starts (as the model load is outside the local timing)."""
     Client, LocalCluster, as_completed = _import_distributed()
     cluster = None
     if scheduler == "local":
         cluster = LocalCluster(
-            n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=":0"
         )
         client = Client(cluster)
     else:
         client = Client(scheduler)
     done = [0, 0]
+    start: Optional[float] = None
     try:
         n_workers = max(1, len(client.scheduler_info().get("workers", {})) or workers)
         max_in_flight = 2 * n_workers
-        phrases_future = client.scatter(list(phrases), broadcast=True)
+        # A computed (not scattered) future: if the worker holding it dies,
+        # the scheduler recomputes it instead of losing it.
+        phrases_future = client.submit(
+            _identity, list(phrases), key=f"spacy-rhetoric-phrases-{phrases_digest(phrases)}"
+        )
+        try:  # load the pipeline on every worker before the clock starts
+            client.run(_warm_worker, settings, list(phrases))
+        except Exception as err:  # a worker lost meanwhile: tasks load it lazily
+            warnings.warn(f"warming up the Dask workers failed ({err}); continuing")
+        start = time.perf_counter()
         todo = iter(pending)
         futures = as_completed()
         meta: Dict[str, Tuple[InputFile, ReadResult]] = {}
@@ -605,10 +629,11 @@ def _run_dask(
                 on_shard(inp, header)
             submit_next()
     finally:
+        seconds = time.perf_counter() - start if start is not None else 0.0
         client.close()
         if cluster is not None:
             cluster.close()
-    return done[0], done[1]
+    return done[0], done[1], seconds
 
 
 # --------------------------------------------------------------------------
@@ -622,8 +647,6 @@ def split_by_paper(
     """Choose the validation papers: ``StratifiedGroupKFold`` with
     ``round(1 / valid_fraction)`` folds, shuffled with ``seed``; fold 0 is
     validation. Returns (validation paper ids, description)."""
-    import warnings
-
     from sklearn.model_selection import StratifiedGroupKFold
 
     groups = sorted(set(papers))
@@ -850,25 +873,22 @@ def build_corpus(
         progress = tqdm(total=len(all_inputs), initial=len(all_inputs) - len(pending), unit="file", desc="label")
     else:
         progress = _NoProgress()
-    start = time.perf_counter()
     try:
         if not pending:
-            n_done, n_words = 0, 0
+            n_done, n_words, label_seconds = 0, 0, 0.0
         elif scheduler:
-            n_done, n_words = _run_dask(
+            n_done, n_words, label_seconds = _run_dask(
                 scheduler, workers, settings, pairs, pending, shard_dir, skipped,
                 batch_size=batch_size, on_shard=on_shard, progress=progress,
             )
         else:
             nlp = build_nlp(settings, pairs)
-            start = time.perf_counter()  # model loading is not labeling time
-            n_done, n_words = _run_local(
+            n_done, n_words, label_seconds = _run_local(
                 nlp, pending, shard_dir, skipped,
                 n_process=n_process, batch_size=batch_size, on_shard=on_shard, progress=progress,
             )
     finally:
         progress.close()
-    label_seconds = time.perf_counter() - start
 
     totals: Counter = Counter()
     bad_records: List[str] = []

@@ -69,7 +69,9 @@ class StandInPhraseLabeler:
         return doc
 
 
-if not Language.has_factory("rhetoric_phrase_labeler"):
+try:
+    import spacy_rhetoric.pipeline.phrase_labeler  # noqa: F401  (the real one)
+except ImportError:
     @Language.factory("rhetoric_phrase_labeler", default_config={"n": 5})
     def make_standin(nlp, name, n):
         return StandInPhraseLabeler(nlp, name, n)
@@ -123,8 +125,11 @@ def make_corpus(root: Path, n_papers: int = 12) -> Path:
 def standin_code(tmp_path_factory):
     """Path of a --code file providing the labeler, or None when the real
     rhetoric_phrase_labeler is installed."""
-    if Language.has_factory("rhetoric_phrase_labeler"):
+    try:
+        import spacy_rhetoric.pipeline.phrase_labeler  # noqa: F401
         return None
+    except ImportError:
+        pass
     path = tmp_path_factory.mktemp("code") / "standin_labeler.py"
     path.write_text(STANDIN_SOURCE, encoding="utf8")
     cb.import_code(path)
@@ -198,6 +203,14 @@ def test_build_outputs(reference, corpus):
         assert sents[0]._.phrase_match.text == row["ngram"]
         assert doc._.rhetoric_doc_id == row["paper_id"]
         assert sents[0]._.rhetoric_sid == row["sid"]
+    # ... and the encoder's SentenceCorpus reads one labelled Example per line
+    from spacy_rhetoric.readers.corpora import SentenceCorpus
+
+    import spacy
+
+    examples = list(SentenceCorpus(out / "train.spacy")(spacy.blank("en")))
+    train = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]
+    assert [spacy_rhetoric.get_sent_labels(eg.reference) for eg in examples] == [[r["label"]] for r in train]
 
 
 def test_dedup_keeps_first_copy(reference):
@@ -303,6 +316,7 @@ def test_killed_subprocess_resumes(corpus, standin_code, reference, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     n_before = len(list(shards.glob("*.jsonl")))
+    assert n_before >= 3
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = srsly.read_json(out / "summary.json")
