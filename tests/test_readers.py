@@ -358,6 +358,11 @@ def test_malformed_pmc_and_citation_intent(tmp_path, nlp):
     wrong = write_lines(tmp_path / "wrong.txt", [json.dumps({"text": "Z", "label": 3})])
     with pytest.raises(ReaderError, match=r"wrong\.txt:1: wrong type: expected str, got int \(field 'label'\)"):
         list(read_citation_intent(wrong, nlp, errors="raise"))
+    encoded = tmp_path / "enc.txt"
+    encoded.write_bytes(b'\xef\xbb\xbf{"text": "A", "label": "x"}\n{"text": "caf\xe9", "label": "y"}\n')
+    stats = ReadStats()
+    assert [d.text for d in read_citation_intent(encoded, nlp, stats=stats)] == ["A"]
+    assert stats.skipped == 1 and "enc.txt:2: invalid UTF-8" in stats.examples[0]
 
 
 # --------------------------------------------------------------------------

@@ -129,12 +129,19 @@ def iter_jsonl(path: Union[str, Path], *, errors: str = "raise",
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No such file: {path}")
-    with path.open(encoding="utf8") as fileh:
-        for i, line in enumerate(fileh, start=1):
-            if not line.strip():
+    with path.open("rb") as fileh:
+        for i, raw in enumerate(fileh, start=1):
+            if i == 1 and raw.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte-order mark
+                raw = raw[3:]
+            if not raw.strip():
                 continue
             if stats is not None:
                 stats.read += 1
+            try:
+                line = raw.decode("utf8")
+            except UnicodeDecodeError as exc:
+                handle(ReaderError(path, i, f"invalid UTF-8: {exc}"), errors, stats)
+                continue
             try:
                 record = srsly.json_loads(line)
             except ValueError as exc:
