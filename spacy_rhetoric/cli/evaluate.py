@@ -67,7 +67,7 @@ def model_outputs(spec: str, docs, *, batch_size: int = 64) -> Dict[str, Any]:
     else:
         out = evaluation.annotated_outputs(_load_pipeline(spec), docs)
         kept = [i for i, v in enumerate(out["vectors"]) if v is not None]
-        if out["n_without_vector"]:
+        if 0 < out["n_without_vector"] < len(out["labels"]):
             msg.warn(f"{spec}: {out['n_without_vector']} of {len(out['labels'])} gold sentences got "
                      f"no rhetoric_vector and are left out of the embedding metrics")
         out["embedding_labels"] = [out["labels"][i] for i in kept]
