@@ -487,3 +487,37 @@ def test_readers_found_through_entry_points():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_fetch_assets_from_mirror(tmp_path):
+    """scripts/fetch_assets.py links project assets from a local mirror and checks MD5s."""
+    import hashlib
+    import subprocess
+    import sys
+
+    import srsly
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "fetch_assets.py"
+    mirror = tmp_path / "mirror"
+    (mirror / "corpus").mkdir(parents=True)
+    (mirror / "corpus" / "a.txt").write_text("hello\n")
+    good = hashlib.md5(b"hello\n").hexdigest()
+    project = tmp_path / "proj"
+    project.mkdir()
+    assets = [{"dest": "assets/data/corpus/a.txt", "url": "https://example.org/a.txt", "checksum": good}]
+    srsly.write_yaml(project / "project.yml", {"title": "t", "assets": assets})
+
+    def run(*args):
+        return subprocess.run([sys.executable, str(script), str(mirror), "--project-dir", str(project), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    result = run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    target = project / "assets/data/corpus/a.txt"
+    assert target.is_symlink() and target.read_text() == "hello\n"
+    assets.append({"dest": "assets/data/corpus/missing.txt", "checksum": good})
+    assets[0]["checksum"] = "0" * 32
+    srsly.write_yaml(project / "project.yml", {"title": "t", "assets": assets})
+    result = run()
+    assert result.returncode == 1
+    assert "checksum mismatch" in result.stdout and "missing.txt" in result.stdout
