@@ -10,72 +10,12 @@ from pathlib import Path
 
 import pytest
 import srsly
-from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
 import spacy_rhetoric
 from spacy_rhetoric import corpus_builder as cb
 from spacy_rhetoric import extensions as ext
-
-# Stand-in for the rhetoric_phrase_labeler (interface C), used only while the
-# real component is not installed. It is a file so that Dask worker
-# processes can import it too (build_corpus(code=...)).
-STANDIN_SOURCE = '''
-from spacy.language import Language
-from spacy.matcher import PhraseMatcher
-from spacy.tokens import Doc
-from spacy_rhetoric import extensions as ext
-
-
-class StandInPhraseLabeler:
-    def __init__(self, nlp, name, n):
-        self.name, self.n, self.matcher, self.labels = name, n, None, {}
-
-    def initialize(self, get_examples=None, *, nlp=None, phrases=()):
-        table = {}
-        for label, phrase in phrases:
-            doc = nlp.make_doc(phrase)
-            for name, proc in nlp.pipeline:
-                if name != self.name:
-                    doc = proc(doc)
-            lemmas = [t.lemma_.lower() for t in doc]
-            grams = [lemmas[i:i + self.n] for i in range(len(lemmas) - self.n + 1)] or [lemmas]
-            for g in grams:
-                table.setdefault(tuple(g), set()).add(label)
-        self.matcher = PhraseMatcher(nlp.vocab, attr="LEMMA")
-        self.labels = {}
-        for i, (gram, labels) in enumerate(sorted(table.items())):
-            if len(labels) == 1:
-                key = f"g{i}"
-                self.labels[nlp.vocab.strings.add(key)] = labels.pop()
-                self.matcher.add(key, [Doc(nlp.vocab, words=list(gram), lemmas=list(gram))])
-
-    def __call__(self, doc):
-        if self.matcher is None:
-            return doc
-        for tok in doc:  # lower-cased lemmas, like the patterns
-            tok.lemma_ = tok.lemma_.lower()
-        matches = sorted((s, e, self.labels[m]) for m, s, e in self.matcher(doc))
-        sents = list(doc.sents)
-        labels, spans = [], []
-        for sent in sents:
-            root = sent.root.i
-            hit = next(((s, e, l) for s, e, l in matches if s <= root < e and sent.start <= s and e <= sent.end), None)
-            labels.append(hit[2] if hit else None)
-            spans.append((hit[0], hit[1]) if hit else None)
-        ext.set_span_values(doc, ext.PHRASE_LABEL, sents, labels)
-        ext.set_span_values(doc, ext.PHRASE_MATCH, sents, spans)
-        return doc
-
-
-try:
-    import spacy_rhetoric.pipeline.phrase_labeler  # noqa: F401  (the real one)
-except ImportError:
-    @Language.factory("rhetoric_phrase_labeler", default_config={"n": 5})
-    def make_standin(nlp, name, n):
-        return StandInPhraseLabeler(nlp, name, n)
-'''
 
 PHRASES = [
     ("Showing the aim of the paper", "in this paper we propose a new method"),
@@ -122,21 +62,6 @@ def make_corpus(root: Path, n_papers: int = 12) -> Path:
 
 
 @pytest.fixture(scope="module")
-def standin_code(tmp_path_factory):
-    """Path of a --code file providing the labeler, or None when the real
-    rhetoric_phrase_labeler is installed."""
-    try:
-        import spacy_rhetoric.pipeline.phrase_labeler  # noqa: F401
-        return None
-    except ImportError:
-        pass
-    path = tmp_path_factory.mktemp("code") / "standin_labeler.py"
-    path.write_text(STANDIN_SOURCE, encoding="utf8")
-    cb.import_code(path)
-    return path
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     return make_corpus(tmp_path_factory.mktemp("corpus"))
 
@@ -152,15 +77,15 @@ def outputs(out_dir: Path):
     return res
 
 
-def build(corpus, out, code, **kw):
+def build(corpus, out, **kw):
     kw.setdefault("n", 3)
-    return cb.build_corpus([corpus], out, phrases=PHRASES, code=code, batch_size=8, **kw)
+    return cb.build_corpus([corpus], out, phrases=PHRASES, batch_size=8, **kw)
 
 
 @pytest.fixture(scope="module")
-def reference(corpus, standin_code, tmp_path_factory):
+def reference(corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("ref")
-    summary = build(corpus, out, standin_code)
+    summary = build(corpus, out)
     return out, summary
 
 
@@ -259,7 +184,7 @@ def test_split_ratio_and_stratification():
     assert cb.split_by_paper(["a", "a"], ["x", "y"])[0] == set()
 
 
-def test_resume_after_interruption(corpus, standin_code, reference, tmp_path):
+def test_resume_after_interruption(corpus, reference, tmp_path):
     out = tmp_path / "out"
     seen = []
 
@@ -272,38 +197,36 @@ def test_resume_after_interruption(corpus, standin_code, reference, tmp_path):
             raise Stop()
 
     with pytest.raises(Stop):
-        build(corpus, out, standin_code, on_shard=stop_after_5)
+        build(corpus, out, on_shard=stop_after_5)
     assert len(list((out / "shards").glob("*.jsonl"))) == 5
     assert not (out / "train.jsonl").exists()
     # a temp file left by a killed writer is ignored and cleaned up
     (out / "shards" / ".tmp-junk.jsonl.123").write_text("{broken")
-    summary = build(corpus, out, standin_code)
+    summary = build(corpus, out)
     assert summary["inputs_resumed"] == 5 and summary["inputs_labeled_this_run"] == 7
     assert outputs(out) == outputs(reference[0])
     assert not list((out / "shards").glob(".tmp-*"))
     # a third run has nothing left to label and still ends with the same files
-    again = build(corpus, out, standin_code)
+    again = build(corpus, out)
     assert again["inputs_labeled_this_run"] == 0
     assert outputs(out) == outputs(reference[0])
 
 
-def test_resume_refuses_other_settings(corpus, standin_code, reference, tmp_path):
+def test_resume_refuses_other_settings(corpus, reference, tmp_path):
     out = tmp_path / "out"
-    build(corpus, out, standin_code, limit=2)
+    build(corpus, out, limit=2)
     with pytest.raises(cb.CorpusBuildError, match="different settings"):
-        build(corpus, out, standin_code, n=4, limit=2)
-    summary = build(corpus, out, standin_code, n=4, limit=2, overwrite=True)
+        build(corpus, out, n=4, limit=2)
+    summary = build(corpus, out, n=4, limit=2, overwrite=True)
     assert summary["inputs_resumed"] == 0
 
 
-def test_killed_subprocess_resumes(corpus, standin_code, reference, tmp_path):
+def test_killed_subprocess_resumes(corpus, reference, tmp_path):
     """SIGKILL a real CLI process mid-run, rerun: same output as uninterrupted."""
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "spacy_rhetoric", "label", str(corpus), "-o", str(out),
            "--phrases", str(tmp_path / "phrases.tsv"), "--n", "3", "--batch-size", "1"]
     (tmp_path / "phrases.tsv").write_text("".join(f"{l}\t{p}\t1\n" for l, p in PHRASES))
-    if standin_code:
-        cmd += ["--code", str(standin_code)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shards = out / "shards"
@@ -325,7 +248,7 @@ def test_killed_subprocess_resumes(corpus, standin_code, reference, tmp_path):
     assert outputs(out) == outputs(reference[0])
 
 
-def test_malformed_inputs_skipped_and_counted(corpus, standin_code, tmp_path):
+def test_malformed_inputs_skipped_and_counted(corpus, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     (src / "broken.xml").write_text('<PAPER><S sid="1">Table 2 shows the results of</PAPER>')
@@ -337,7 +260,7 @@ def test_malformed_inputs_skipped_and_counted(corpus, standin_code, tmp_path):
         + json.dumps({"paper_id": "J1", "no_text": 1}) + "\n"
         + json.dumps({"paper_id": "J2", "text": "Our system outperforms the baseline on parsing."}) + "\n"
     )
-    summary = cb.build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3, code=standin_code)
+    summary = cb.build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
     assert summary["inputs"] == 4 and summary["inputs_skipped"] == 2
     reasons = {s["input"]: s["reason"] for s in summary["skipped"]}
     assert set(reasons) == {"broken.xml", "empty.txt"}
@@ -349,16 +272,16 @@ def test_malformed_inputs_skipped_and_counted(corpus, standin_code, tmp_path):
     assert {r["section"] for r in rows if r["paper_id"] == "J1"} == {"conclusion"}
 
 
-def test_spacy_input_roundtrip(reference, standin_code, tmp_path):
+def test_spacy_input_roundtrip(reference, tmp_path):
     """The .spacy output is itself a valid input (one paper per Doc)."""
     out = reference[0]
-    summary = cb.build_corpus([out / "train.spacy"], tmp_path / "again", phrases=PHRASES, n=3, code=standin_code)
+    summary = cb.build_corpus([out / "train.spacy"], tmp_path / "again", phrases=PHRASES, n=3)
     train = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]
     assert summary["sentences"] == len(train)
     assert summary["labeled"] == len(train)  # every sentence was labeled before
 
 
-def test_real_reference_papers(shared_data, standin_code, tmp_path):
+def test_real_reference_papers(shared_data, tmp_path):
     root = shared_data / "cl-scisumm" / "training-40-manual"
     topics = sorted(p.name for p in root.iterdir())[:2]
     src = tmp_path / "cl"
@@ -369,20 +292,20 @@ def test_real_reference_papers(shared_data, standin_code, tmp_path):
     phrases = [("Reference to tables or figures", "table 1 shows the"),
                ("Showing the aim of the paper", "in this paper we describe"),
                ("Showing brief introduction to the methodology", "we present a novel")]
-    summary = cb.build_corpus([src], tmp_path / "out", phrases=phrases, n=3, code=standin_code)
+    summary = cb.build_corpus([src], tmp_path / "out", phrases=phrases, n=3)
     assert summary["papers"] == 2 and summary["inputs_skipped"] == 0
     assert summary["sentences"] > 200
     assert summary["labeled"] >= 1
 
 
-def test_n_process_2_equals_1(corpus, standin_code, reference, tmp_path):
-    build(corpus, tmp_path / "np2", standin_code, n_process=2)
+def test_n_process_2_equals_1(corpus, reference, tmp_path):
+    build(corpus, tmp_path / "np2", n_process=2)
     assert outputs(tmp_path / "np2") == outputs(reference[0])
 
 
-def test_dask_local_cluster_equals_single_process(corpus, standin_code, reference, tmp_path):
+def test_dask_local_cluster_equals_single_process(corpus, reference, tmp_path):
     pytest.importorskip("distributed")
-    summary = build(corpus, tmp_path / "dask", standin_code, scheduler="local", workers=2)
+    summary = build(corpus, tmp_path / "dask", scheduler="local", workers=2)
     assert summary["inputs_labeled_this_run"] == 12
     assert outputs(tmp_path / "dask") == outputs(reference[0])
 
@@ -400,3 +323,15 @@ def test_missing_dask_gives_clear_error(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(cb.CorpusBuildError, match=r"spacy_rhetoric\[distributed\]"):
         cb._import_distributed()
+
+
+def test_code_file_imported_once(tmp_path):
+    code = tmp_path / "custom.py"
+    code.write_text("import builtins\nbuiltins._cb_loads = getattr(builtins, '_cb_loads', 0) + 1\n")
+    import builtins
+
+    cb.import_code(code)
+    cb.import_code(code)
+    assert builtins._cb_loads == 1
+    with pytest.raises(cb.CorpusBuildError, match="does not exist"):
+        cb.import_code(tmp_path / "missing.py")
