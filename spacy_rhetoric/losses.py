@@ -112,6 +112,64 @@ def _cosine_matrix(x: torch.Tensor) -> torch.Tensor:
     return xn @ xn.t()
 
 
+class _PairwiseHingeSum(torch.autograd.Function):
+    """``sum_a sum_{p,n} relu(c[a,p] - e[a,n])`` and the number of positive
+    terms, where ``c[a,p] = -inf`` / ``e[a,n] = +inf`` mark entries outside
+    the positive / negative set of anchor a.
+
+    Every batch-all triplet loss here has this form (the margin splits into a
+    part depending on (a, p), put in ``c``, and one depending on (a, n), put
+    in ``e``), which avoids the [N, N, N] triplet tensor: per anchor row, the
+    ``e`` values are sorted once and ``sum_n relu(c - e_n) = k c - (sum of the
+    k smallest e)`` with ``k = #{e_n < c}`` (searchsorted). Time
+    O(N^2 log N), memory O(N^2). Gradients: ``d/dc[a,p] = #{n: e[a,n] <
+    c[a,p]}``, ``d/de[a,n] = -#{p: c[a,p] > e[a,n]}``."""
+
+    @staticmethod
+    def forward(ctx, c: torch.Tensor, e: torch.Tensor):  # type: ignore[override]
+        n = c.shape[1]
+        e_sorted, _ = torch.sort(e, dim=1)
+        finite_e = torch.where(torch.isfinite(e_sorted), e_sorted, torch.zeros_like(e_sorted))
+        prefix = torch.cat([finite_e.new_zeros(e.shape[0], 1), finite_e.cumsum(dim=1)], dim=1)
+        valid_c = torch.isfinite(c)
+        c_safe = torch.where(valid_c, c, torch.full_like(c, float("-inf")))
+        k = torch.searchsorted(e_sorted.contiguous(), c_safe.contiguous(), side="left")  # #{e < c}
+        k = torch.where(valid_c, k, torch.zeros_like(k))
+        c_zero = torch.where(valid_c, c, torch.zeros_like(c))
+        per_c = k.to(c.dtype) * c_zero - prefix.gather(1, k)
+        total = per_c.sum()
+        c_sorted, _ = torch.sort(c, dim=1)
+        count_e = n - torch.searchsorted(c_sorted.contiguous(), e.contiguous(), side="right")  # #{c > e}
+        count_e = torch.where(torch.isfinite(e), count_e, torch.zeros_like(count_e))
+        count = k.sum()
+        ctx.save_for_backward(k.to(c.dtype), count_e.to(e.dtype))
+        ctx.mark_non_differentiable(count)
+        return total, count
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_total, grad_count):  # type: ignore[override]
+        k, count_e = ctx.saved_tensors
+        return grad_total * k, -grad_total * count_e
+
+
+def _hinge_sum(
+    dist: torch.Tensor,
+    pos_mask: torch.Tensor,
+    neg_mask: torch.Tensor,
+    pos_margin: Union[float, torch.Tensor] = 0.0,
+    neg_margin: Union[float, torch.Tensor] = 0.0,
+) -> Tuple[torch.Tensor, int]:
+    """(sum, count) of the positive hinges ``d[a,p] + pos_margin[a,p] -
+    (d[a,n] - neg_margin[a,n])`` over all (a, p, n) with ``pos_mask[a,p]`` and
+    ``neg_mask[a,n]``."""
+    inf = torch.tensor(float("inf"), dtype=dist.dtype, device=dist.device)
+    c = torch.where(pos_mask, dist + pos_margin, -inf)
+    e = torch.where(neg_mask, dist - neg_margin, inf)
+    total, count = _PairwiseHingeSum.apply(c, e)
+    return total, int(count)
+
+
 # --------------------------------------------------------------------------
 # base class
 # --------------------------------------------------------------------------
@@ -292,7 +350,8 @@ class BatchAllTripletLoss(MetricLoss):
     SBERT's class (contrastive-embeddings paper) uses unnormalised
     embeddings with margin 5: ``normalize=False, margin=5`` reproduces it.
 
-    Memory is O(N^3) booleans/floats for a batch of N (64 -> 262k entries).
+    The sum over triplets is computed per anchor with sorting (time
+    O(N^2 log N), memory O(N^2)), without building the N^3 triplet tensor.
     Degenerate batches (single class, no positive pair, all hinges 0) -> 0.
     """
 
@@ -311,16 +370,12 @@ class BatchAllTripletLoss(MetricLoss):
         x = F.normalize(embeddings, p=2, dim=1) if self.normalize else embeddings
         dist = pairwise_distances(x, squared=self.squared)
         pos, neg = _pair_masks(labels)
-        valid = pos[:, :, None] & neg[:, None, :]  # [a, p, n]
-        if not bool(valid.any()):
+        if not bool(pos.any()) or not bool(neg.any()):
             return zero_loss(embeddings)
-        hinge = F.relu(dist[:, :, None] - dist[:, None, :] + self.margin)
-        hinge = hinge * valid.to(hinge.dtype)
-        active = hinge > 0
-        n_active = int(active.sum())
+        total, n_active = _hinge_sum(dist, pos, neg, pos_margin=self.margin)
         if n_active == 0:
             return zero_loss(embeddings)
-        return hinge.sum() / n_active
+        return total / n_active
 
 
 # --------------------------------------------------------------------------
@@ -602,24 +657,16 @@ class MarginGradedTripletLoss(MetricLoss):
         g = group[labels]
         same_group = g[:, None] == g[None, :]
         level = torch.where(same_label, 2, torch.where(same_group, 1, 0)).masked_fill(eye, 3)
-        level_ap = level[:, :, None]
-        level_an = level[:, None, :]
-        valid = (level_ap > level_an) & (level_ap < 3)  # p != a; n != a since level(a,a)=3
-        if not bool(valid.any()):
-            return zero_loss(embeddings)
         # margin: same-label positive -> table by (anchor class, negative class);
         # group positive (level 1) vs other group (level 0) -> group_margin
+        # two families of triplets, each a product of a positive and a negative set per anchor
         label_margins = neg_margin[labels][:, labels]  # [a, n]
-        margin = torch.where(
-            level_ap == 2,
-            label_margins[:, None, :].expand(n, n, n),
-            torch.full((n, n, n), self.group_margin, dtype=embeddings.dtype, device=embeddings.device),
-        )
-        hinge = F.relu(dist[:, :, None] - dist[:, None, :] + margin) * valid.to(embeddings.dtype)
-        n_active = int((hinge > 0).sum())
+        total1, active1 = _hinge_sum(dist, level == 2, level < 2, neg_margin=label_margins)
+        total2, active2 = _hinge_sum(dist, level == 1, level == 0, pos_margin=self.group_margin)
+        total, n_active = total1 + total2, active1 + active2
         if n_active == 0:
             return zero_loss(embeddings)
-        return hinge.sum() / n_active
+        return total / n_active
 
 
 # --------------------------------------------------------------------------
