@@ -181,6 +181,14 @@ def test_batch_all_triplet_averages_over_active_triplets_only():
     assert value == pytest.approx(sum(hinges) / sum(h > 0 for h in hinges), rel=1e-9)
 
 
+def test_batch_all_triplet_ties_are_not_active():
+    # margin 0: hinges that are exactly 0 (ties) are not counted in the average
+    x = t([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    y = torch.tensor([0, 0, 1, 1])
+    # active: (a=2, p=3, n=0) and (a=2, p=3, n=1), each sqrt(2) - 0; the rest are 0 or negative
+    assert float(L.BatchAllTripletLoss(margin=0.0)(x, y)) == pytest.approx(math.sqrt(2), rel=1e-9)
+
+
 def test_batch_all_triplet_matches_reference_loop(batch):
     x, y = batch
     for margin, normalize, squared in [(0.05, True, False), (0.4, True, True), (5.0, False, False)]:
