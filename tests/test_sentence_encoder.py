@@ -319,3 +319,45 @@ def test_transformer_config_trains_and_round_trips(tmp_path):
     nlp.to_disk(tmp_path / "trf")
     nlp2 = spacy.load(tmp_path / "trf")
     numpy.testing.assert_allclose(all_vectors([doc]), all_vectors([nlp2(texts()[0])]), atol=1e-6)
+
+
+def test_shared_transformer_config_runs_transformer_once(tmp_path):
+    """rhetoric_trf.cfg: classifier and encoder listen to ONE transformer, train
+    together and annotate in one pass."""
+    from pathlib import Path
+
+    import torch
+
+    torch.set_num_threads(1)
+    cfg_path = Path(__file__).resolve().parent.parent / "configs" / "rhetoric_trf.cfg"
+    corpus = tmp_path / "tiny.spacy"
+    blank = spacy.blank("en")
+    DocBin(store_user_data=True, docs=[e.reference for e in make_examples(blank)]).to_disk(corpus)
+    overrides = {"paths.train": str(corpus), "paths.dev": str(corpus)}
+    config = spacy.util.load_config(cfg_path, overrides=overrides, interpolate=True)
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+    assert [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "transformer"] == ["transformer"]
+    transformer = nlp.get_pipe("transformer")
+    assert set(transformer.listening_components) == {
+        "rhetoric_function_classifier",
+        "rhetoric_sentence_encoder",
+    }
+    examples = make_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    losses = {}
+    nlp.update(examples, sgd=optimizer, losses=losses)
+    assert {"rhetoric_function_classifier", "rhetoric_sentence_encoder"} <= set(losses)
+    calls = []
+    model = transformer.model
+    original = model._func
+
+    def counting_forward(m, docs, is_train):
+        calls.append(len(docs))
+        return original(m, docs, is_train)
+
+    model._func = counting_forward
+    doc = nlp(texts()[0])
+    assert calls == [1]
+    for sent in doc.sents:
+        assert sent._.rhetoric_label in {"background", "objective", "method", "result"}
+        assert sent._.rhetoric_vector.shape == (384,)
