@@ -345,9 +345,10 @@ class BatchAllTripletLoss(MetricLoss):
     Distance: Euclidean (not squared, as in eq. 2) on L2-NORMALISED
     embeddings (``normalize=True``). SciToricsBERT's selected margin
     ``m = 0.05`` (Table 6) only makes sense on a bounded scale (d in [0, 2]);
-    it matches the Lp distance on normalised embeddings of the
-    metric-learning library its training follows (Musgrave et al. 2020).
-    SBERT's class (contrastive-embeddings paper) uses unnormalised
+    the paper does not state the normalisation, so this is our reading (it is
+    also the default distance of the metric-learning setup of Musgrave et al.
+    2020, which the paper follows for its PK batches). SBERT's
+    ``BatchAllTripletLoss`` (contrastive-embeddings paper) uses unnormalised
     embeddings with margin 5: ``normalize=False, margin=5`` reproduces it.
 
     The sum over triplets is computed per anchor with sorting (time
