@@ -13,6 +13,9 @@ from thinc.api import Config
 
 from spacy_rhetoric import losses as L
 
+# float(loss) on a tensor that requires grad is how the tests read values
+pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")
+
 METRIC_LOSSES = [
     "spacy_rhetoric.SoftmaxLoss.v1",
     "spacy_rhetoric.BatchAllTripletLoss.v1",
