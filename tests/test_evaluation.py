@@ -363,3 +363,17 @@ def test_evaluate_command(tmp_path, gold_docs):
     assert (tmp_path / "tsne.png").exists()
     assert (tmp_path / "tsne.raw-sentence-transformers_all-MiniLM-L6-v2.png").exists()
     assert "MAP@R" in result.output
+
+
+def test_parser_keeps_gold_boundaries():
+    from spacy_rhetoric.util import load_parser
+
+    nlp = load_parser("en_core_web_sm", exclude=["ner", "lemmatizer"])
+    nlp.add_pipe("test_eval_fake_encoder")
+    words = "We propose a parser . It is fast and it works well".split()
+    # One gold sentence spans a full stop; another boundary has no punctuation.
+    doc = Doc(nlp.vocab, words=words, sent_starts=[True] + [False] * 7 + [True] + [False] * 3)
+    extensions.set_sent_labels(doc, ["objective", "result"])
+    X, labels = sentence_vectors(nlp, [doc], progress=False)
+    assert labels == ["objective", "result"]
+    assert X.tolist() == [[1, 8], [0, 4]]
