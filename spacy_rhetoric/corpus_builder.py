@@ -16,8 +16,9 @@ Inputs
     from the Doc's boundaries). One input file is the unit of work.
 Sentence boundaries
     Every source sentence becomes its own ``Doc`` whose tokens all carry a
-    preset ``is_sent_start`` (``True`` on the first token, ``False`` on every
-    other one). spaCy's dependency parser treats preset values as hard
+    preset ``is_sent_start`` (``True`` on the first token, ``False`` on
+    every other one), set by the ``rhetoric_single_sentence`` component that
+    runs first, so ``nlp.pipe`` is fed plain strings. spaCy's dependency parser treats preset values as hard
     constraints (it may only add boundaries where ``is_sent_start`` is
     ``None``), so each source sentence stays exactly one sentence with one
     root: the parser can neither split it nor merge it with a neighbour.
@@ -37,7 +38,11 @@ Scale-out
     With a Dask scheduler the same per-input work runs as one task per input
     file (the client reads and parses inputs, workers only label sentence
     lists and return the shard content, the client writes the shard), so a
-    remote cluster needs neither the corpus nor a shared file system.
+    remote cluster needs neither the corpus nor a shared file system (its
+    workers need spacy_rhetoric and the parser package installed, and a
+    ``code`` file at the same path). The phrase list travels as a computed
+    future, so losing a worker loses no data; Dask re-runs a lost task on
+    another worker. Each worker loads the pipeline once.
 Merge (deterministic, rerun in full on every build)
     Shards are read in sorted input-key order, sentences in source order.
     De-duplication is by normalised text (Unicode NFKC, case-folded,
@@ -326,22 +331,41 @@ def phrases_digest(pairs: PhrasePairs) -> str:
 
 
 def build_nlp(settings: LabelSettings, phrases: PhrasePairs) -> Language:
-    """English parser + ``rhetoric_phrase_labeler`` initialized from ``phrases``."""
+    """``rhetoric_single_sentence`` + the English parser +
+    ``rhetoric_phrase_labeler`` initialized from ``phrases``: every text given
+    to the pipeline is one sentence, kept whole."""
     import_code(settings.code)
     ext.install_extensions()
     nlp = load_parser(settings.parser, exclude=list(settings.exclude))
+    nlp.add_pipe("rhetoric_single_sentence", first=True)
     labeler = nlp.add_pipe(LABELER_FACTORY, config={"n": settings.n})
     labeler.initialize(nlp=nlp, phrases=list(phrases))
     return nlp
 
 
-def sentence_doc(nlp: Language, text: str) -> Doc:
-    """A Doc for one source sentence whose boundaries the parser must keep:
-    the first token starts the sentence, no other token may."""
-    doc = nlp.make_doc(text)
+def preset_single_sentence(doc: Doc) -> Doc:
+    """Mark ``doc`` as exactly one sentence: the first token starts it, no
+    other token may (a parser after this keeps the boundaries)."""
     for i, token in enumerate(doc):
         token.is_sent_start = i == 0
     return doc
+
+
+@Language.component(
+    "rhetoric_single_sentence",
+    assigns=["token.is_sent_start"],
+)
+def single_sentence_component(doc: Doc) -> Doc:
+    """Pipeline component: the whole Doc is one sentence whose boundaries
+    the parser must keep. Put it first; the corpus builder does, so that
+    ``nlp.pipe`` takes plain strings (n_process workers then receive texts,
+    not pickled Docs, which carry the whole Vocab)."""
+    return preset_single_sentence(doc)
+
+
+def sentence_doc(nlp: Language, text: str) -> Doc:
+    """A Doc for one source sentence whose boundaries the parser must keep."""
+    return preset_single_sentence(nlp.make_doc(text))
 
 
 def labeled_record(doc: Doc, meta: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], int]:
@@ -400,7 +424,7 @@ def shard_header(inp: InputFile, read: ReadResult, n_sentences: int, n_words: in
 
 def label_sentences(nlp: Language, sentences: Sequence[Dict[str, Any]], *, batch_size: int = 256) -> Tuple[List[Dict[str, Any]], int, int]:
     """Label one input's sentences in this process: (records, n_sentences, n_words)."""
-    items = [(sentence_doc(nlp, s["text"]), s) for s in sentences if s["text"]]
+    items = [(s["text"], s) for s in sentences if s["text"]]
     records, n_words = [], 0
     for doc, meta in nlp.pipe(items, as_tuples=True, batch_size=batch_size):
         rec, words = labeled_record(doc, meta)
@@ -484,7 +508,7 @@ def _run_local(
                     shard.expected += 1
             for s in read.sentences:
                 if s["text"]:
-                    yield sentence_doc(nlp, s["text"]), (inp.key, s)
+                    yield s["text"], (inp.key, s)
 
     def flush_complete() -> None:
         while in_flight:
