@@ -42,6 +42,7 @@ def run_full(args) -> dict:
     summary = build_corpus(
         [Path(args.data) / "cl-scisumm"], args.out, phrases=Path(args.data) / "iwatsuki2021-fe-database-cl",
         n=args.n, n_process=args.n_process, batch_size=args.batch_size, show_progress=True,
+        merge_only=args.merge_only,
     )
     wall = time.perf_counter() - t0
     split = summary["split"]
@@ -65,6 +66,7 @@ def run_full(args) -> dict:
         "valid_papers": split["valid_papers"],
         "per_label_valid": split["per_label_valid"],
         "inputs_resumed": summary["inputs_resumed"],
+        "inputs_pending (not labeled yet)": summary["inputs_pending"],
         "label_seconds_this_run": summary["timing"]["label_seconds"],
         "words_per_second_this_run": summary["timing"]["words_per_second"],
         "wall_seconds_this_run": round(wall, 1),
@@ -122,6 +124,7 @@ def main() -> None:
     ap.add_argument("--n-process", type=int, default=1)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--limit", type=int, default=40)
+    ap.add_argument("--merge-only", action="store_true", help="full: merge the shards that exist, label nothing")
     ap.add_argument("--report", default=None, help="write the JSON report here too")
     args = ap.parse_args()
     report = run_full(args) if args.part == "full" else run_speed(args)

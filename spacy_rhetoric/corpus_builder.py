@@ -860,6 +860,7 @@ def build_corpus(
     overwrite: bool = False,
     show_progress: bool = False,
     on_shard: OnShard = None,
+    merge_only: bool = False,
 ) -> Dict[str, Any]:
     """Label a corpus and write the distant-supervision set to ``output_dir``.
 
@@ -867,7 +868,10 @@ def build_corpus(
     ``nlp.pipe``), ``"local"`` for a Dask LocalCluster of ``workers``
     single-threaded worker processes, or a scheduler address
     (``tcp://host:port``). ``on_shard(input, header)`` is called after each
-    shard is written. Returns the summary (also written to summary.json).
+    shard is written. ``merge_only`` labels nothing and merges the shards
+    that exist (a snapshot of an unfinished build; ``inputs_pending`` says
+    how many inputs are missing). Returns the summary (also written to
+    summary.json).
     """
     out_dir = Path(output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -898,7 +902,7 @@ def build_corpus(
     else:
         progress = _NoProgress()
     try:
-        if not pending:
+        if not pending or merge_only:
             n_done, n_words, label_seconds = 0, 0, 0.0
         elif scheduler:
             n_done, n_words, label_seconds = _run_dask(
@@ -928,7 +932,8 @@ def build_corpus(
             totals[k] += header[k]
         paper_ids.update(header["papers"])
         bad_records.extend(header["bad_records"][: max(0, 20 - len(bad_records))])
-    if n_with_shard + len(skipped) != len(all_inputs):  # pragma: no cover - bookkeeping invariant
+    n_pending = len(pending) if merge_only else 0
+    if n_with_shard + len(skipped) + n_pending != len(all_inputs):  # pragma: no cover - bookkeeping invariant
         raise RuntimeError("inputs in != inputs labeled + skipped")
 
     # The parser's own tokenizer (loaded with the pipeline, components unused)
@@ -940,6 +945,7 @@ def build_corpus(
         "inputs_labeled": n_with_shard,
         "inputs_labeled_this_run": n_done,
         "inputs_resumed": len(all_inputs) - len(pending),
+        "inputs_pending": n_pending,
         "inputs_skipped": len(skipped),
         "skipped": skipped,
         "papers": len(paper_ids),

@@ -200,6 +200,9 @@ def test_resume_after_interruption(corpus, reference, tmp_path):
         build(corpus, out, on_shard=stop_after_5)
     assert len(list((out / "shards").glob("*.jsonl"))) == 5
     assert not (out / "train.jsonl").exists()
+    snapshot = build(corpus, out, merge_only=True)  # merge what exists, label nothing
+    assert snapshot["inputs_pending"] == 7 and snapshot["papers"] == 5
+    assert snapshot["inputs_labeled_this_run"] == 0
     # a temp file left by a killed writer is ignored and cleaned up
     (out / "shards" / ".tmp-junk.jsonl.123").write_text("{broken")
     summary = build(corpus, out)

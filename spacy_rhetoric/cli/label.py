@@ -37,6 +37,7 @@ def label_command(
     limit: int = typer.Option(0, "--limit", help="Use only the first N input files (sorted by key); 0 = all"),
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard shards of an earlier build in OUTPUT instead of resuming"),
+    merge_only: bool = typer.Option(False, "--merge-only", help="Label nothing: merge the shards that exist (snapshot of an unfinished build)"),
 ) -> None:
     """Label the sentences of a corpus with the phrase-n-gram root labeler and
     write a de-duplicated, by-paper train/validation split. Rerun the same
@@ -48,6 +49,7 @@ def label_command(
             inputs, output, phrases=phrases, parser=parser, n=n, code=code, n_process=n_process,
             batch_size=batch_size, scheduler=scheduler, workers=workers, seed=seed,
             valid_fraction=valid_fraction, limit=limit, overwrite=overwrite, show_progress=True,
+            merge_only=merge_only,
         )
     except CorpusBuildError as err:
         msg.fail(str(err), exits=1)
@@ -62,6 +64,8 @@ def label_command(
         f"train {split['train_sentences']} sentences / {split['train_papers']} papers, "
         f"valid {split['valid_sentences']} sentences / {split['valid_papers']} papers -> {output}"
     )
+    if summary["inputs_pending"]:
+        msg.warn(f"{summary['inputs_pending']} inputs not labeled yet (--merge-only): rerun without it to finish")
     if summary["inputs_skipped"]:
         msg.warn(f"{summary['inputs_skipped']} inputs skipped:")
         for item in summary["skipped"][:20]:
