@@ -62,6 +62,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--only", choices=["word2vec", "train", "evaluate"], default=None)
     parser.add_argument("--rows", default=None, help="comma-separated row numbers (0-based) to evaluate")
+    parser.add_argument("--encoder", type=Path, default=None,
+                        help="evaluate this encoder dir instead of the run's final one (e.g. a checkpoint)")
     args = parser.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -81,7 +83,8 @@ def main() -> None:
     eval_dir.mkdir(exist_ok=True)
     table = []
     wanted = None if args.rows is None else {int(r) for r in args.rows.split(",")}
-    for i, (name, cmd) in enumerate(rows(out, run_dir / "encoder")):
+    encoder = args.encoder or run_dir / "encoder"
+    for i, (name, cmd) in enumerate(rows(out, encoder)):
         path = eval_dir / f"row{i}.json"
         if (wanted is None or i in wanted) and not path.exists():
             run(CLI + cmd + ["--output", path])
@@ -92,6 +95,11 @@ def main() -> None:
     for name, r in table:
         print(f"| {name} | {r['citances']} | {r['precision']:.4f} | {r['recall']:.4f} | {r['f1']:.4f} "
               f"| {r['seconds_per_citance']:.3f} |")
+    state = run_dir / "checkpoint" / "trainer_state.json"
+    if args.encoder is not None and state.exists():
+        st = json.loads(state.read_text())
+        print(f"\nencoder {args.encoder}: checkpoint at step {st['step']} of {st['total']} "
+              f"({st['step'] * args.batch_size} of {st['pairs']} pairs seen)")
     train_info = run_dir / "training.json"
     if train_info.exists():
         info = json.loads(train_info.read_text())

@@ -183,6 +183,8 @@ def make_citance_link_scorer() -> Callable:
 class CitanceLinker(Pipe):
     """CitRet cited-text-span retrieval component (see the module docstring)."""
 
+    max_cached_references = 8  # prepared reference papers (sentence embeddings) kept in memory
+
     def __init__(
         self,
         vocab: Vocab,
@@ -213,7 +215,7 @@ class CitanceLinker(Pipe):
         self._vectors = None
         self._pattern = re.compile(citance_pattern) if citance_pattern else None
         self.references: Dict[str, Doc] = {}
-        self._prepared: Dict[int, Any] = {}
+        self._prepared: Dict[Any, Any] = {}
         self._warned_no_reference = False
 
     # ------------------------------------------------------------------ models
@@ -267,7 +269,8 @@ class CitanceLinker(Pipe):
         boundaries, or a list of sentences) and return its Doc."""
         doc = self._as_reference_doc(reference)
         self.references[str(key)] = doc
-        self._prepared.pop(id(doc), None)
+        for cache_key in [k for k in self._prepared if k[0] == id(doc)]:
+            del self._prepared[cache_key]
         return doc
 
     def set_reference(self, reference: Union[Doc, Sequence[str]]) -> Doc:
@@ -288,13 +291,17 @@ class CitanceLinker(Pipe):
         return doc_from_sentences(self.vocab, sents, sids=[str(i) for i in range(len(sents))])
 
     def _prepare(self, reference: Doc):
-        key = id(reference)
+        # cache per reference Doc and encoder input mode (WCE/denoising/WMD
+        # settings only change the per-citance part)
+        key = (id(reference), self.settings.preprocess_for_encoder)
         cached = self._prepared.get(key)
         if cached is not None and cached[0] is reference and cached[1] == len(reference):
             return cached[2], cached[3]
         sents = list(reference.sents)
         prepared = self.scorer_.prepare([s.text for s in sents])
         self._prepared[key] = (reference, len(reference), sents, prepared)
+        while len(self._prepared) > self.max_cached_references:
+            del self._prepared[next(iter(self._prepared))]  # oldest first
         return sents, prepared
 
     # ----------------------------------------------------------------- linking
