@@ -188,7 +188,8 @@ def labeled_nlp(tmp_path_factory, shared_data):
 
     nlp = load_parser("en_core_web_sm", exclude=["ner"])
     labeler = nlp.add_pipe("rhetoric_phrase_labeler", config={"n": 5})
-    labeler.initialize(phrases=str(shared_data / "iwatsuki2021-fe-database-cl"), nlp=nlp)
+    # No nlp= here: the pipe lemmatizes with the pipeline it was added to.
+    labeler.initialize(phrases=str(shared_data / "iwatsuki2021-fe-database-cl"))
     return nlp
 
 
@@ -421,3 +422,5 @@ def test_labeler_pickles():
     labeler.initialize(phrases=[("Aim", "we propose a")])
     copy = pickle.loads(pickle.dumps(labeler))
     assert copy.table == labeler.table and copy.cfg == labeler.cfg
+    nlp_copy = pickle.loads(pickle.dumps(nlp))
+    assert nlp_copy.get_pipe("rhetoric_phrase_labeler").table == labeler.table

@@ -56,6 +56,8 @@ from typing import (
     Union,
 )
 
+import weakref
+
 import srsly
 from spacy import util
 from spacy.language import Language
@@ -126,6 +128,7 @@ def make_phrase_labeler(
     return PhraseLabeler(
         nlp.vocab,
         name,
+        nlp=nlp,
         n=n,
         keep_short=keep_short,
         min_length=min_length,
@@ -142,6 +145,7 @@ class PhraseLabeler(Pipe):
         vocab,
         name: str = "rhetoric_phrase_labeler",
         *,
+        nlp: Optional[Language] = None,
         n: int = 5,
         keep_short: bool = True,
         min_length: int = 2,
@@ -162,6 +166,9 @@ class PhraseLabeler(Pipe):
             raise ValueError(f"[{name}] min_length must be >= 1, got {min_length}")
         self.vocab = vocab
         self.name = name
+        # The pipeline this pipe belongs to (a weak reference: no cycle, and
+        # dropped when pickling), used by initialize() when no nlp is given.
+        self._nlp_ref = weakref.ref(nlp) if nlp is not None else None
         self.overwrite = overwrite
         self.scorer = scorer
         # Settings that shape the table are stored with it (to_disk).
@@ -174,6 +181,11 @@ class PhraseLabeler(Pipe):
         }
         self.stats: Dict[str, int] = {}
         self._set_table({})
+
+    def __reduce__(self):
+        # Pickle everything but the weak reference to the pipeline.
+        state = {k: v for k, v in self.__dict__.items() if k != "_nlp_ref"}
+        return (_restore_labeler, (state,))
 
     # ------------------------------------------------------------------ table
     @property
@@ -205,7 +217,10 @@ class PhraseLabeler(Pipe):
         """Build the n-gram table from ``phrases``: a phrase file, a directory
         of them, a CFS3 ``5gram_dict.json`` (see readers.phrases), or a list of
         ``(label, phrase)`` pairs. ``nlp`` supplies the tokenizer and the
-        lemmatizer (spaCy passes it in ``nlp.initialize``)."""
+        lemmatizer (spaCy passes it in ``nlp.initialize``; by default the
+        pipeline the pipe was added to)."""
+        if nlp is None and self._nlp_ref is not None:
+            nlp = self._nlp_ref()
         if phrases is None:
             raise ValueError(
                 f"[{self.name}] needs a phrase list: call "
@@ -370,6 +385,13 @@ class PhraseLabeler(Pipe):
         }
         util.from_disk(path, deserializers, exclude)
         return self
+
+
+def _restore_labeler(state: Dict[str, Any]) -> PhraseLabeler:
+    labeler = PhraseLabeler.__new__(PhraseLabeler)
+    labeler.__dict__.update(state)
+    labeler._nlp_ref = None
+    return labeler
 
 
 # ---------------------------------------------------------------- table build
