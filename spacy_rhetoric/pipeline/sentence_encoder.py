@@ -455,8 +455,14 @@ class SentenceEncoder(TrainablePipe):
         if labels is not None:
             for label in labels:
                 self.add_label(label)
+            subbatch = list(islice(get_examples(), 10))
         else:
+            # One pass over the data: labels from every example, the first
+            # ten kept as the model's initialization sample.
+            subbatch = []
             for eg in get_examples():
+                if len(subbatch) < 10:
+                    subbatch.append(eg)
                 for label in example_sentences(eg, self.cfg["label_field"])[1]:
                     if label is not None:
                         self.add_label(label)
@@ -465,7 +471,6 @@ class SentenceEncoder(TrainablePipe):
                 f"[{self.name}] needs at least 2 sentence labels in the '{self.cfg['label_field']}' "
                 f"field of the training data, found {list(self.labels)}"
             )
-        subbatch = list(islice(get_examples(), 10))
         docs = [eg.predicted for eg in subbatch]
         offsets = [example_sentences(eg, self.cfg["label_field"])[0] for eg in subbatch]
         if not sum(len(o) for o in offsets):
