@@ -170,6 +170,7 @@ def link_cli(
             msg.warn(f"skipped: {result['skipped']}")
         text = json.dumps(result, indent=2)
         if output:
+            output.parent.mkdir(parents=True, exist_ok=True)
             output.write_text(text + "\n", encoding="utf8")
             msg.good(f"Wrote {output}")
         return
@@ -181,6 +182,7 @@ def link_cli(
         links = linker.link(text, reference, k=k)
         lines.append(json.dumps({"citance": text, **extra, "links": links}))
     if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text("\n".join(lines) + "\n", encoding="utf8")
         msg.good(f"Wrote {len(lines)} citances to {output}")
     else:
@@ -195,7 +197,7 @@ def link_train_cli(
     exclude_topics: Optional[str] = typer.Option(None, help="Comma-separated topic ids (or file) to leave out"),
     topics: Optional[str] = typer.Option(None, help="Only these topic ids (comma-separated or file)"),
     epochs: int = typer.Option(1),
-    max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps"),
+    max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps (0 = no limit)"),
     max_pairs: Optional[int] = typer.Option(None, help="Train on a seeded random subset of this many pairs"),
     batch_size: int = typer.Option(16),
     learning_rate: float = typer.Option(2e-5),
@@ -229,6 +231,8 @@ def link_train_cli(
         pairs = [(" ".join(preprocess(a)) or a, " ".join(preprocess(b)) or b, s) for a, b, s in pairs]
     encoder = SentenceEncoder(base_model, max_length=max_length)
     start = time.perf_counter()
+    if max_steps is not None and max_steps <= 0:
+        max_steps = None
     result = finetune(encoder, pairs, epochs=epochs, max_steps=max_steps, batch_size=batch_size,
                       learning_rate=learning_rate, seed=seed, checkpoint_dir=output / "checkpoint",
                       checkpoint_every=checkpoint_every)
