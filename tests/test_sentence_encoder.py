@@ -361,3 +361,38 @@ def test_shared_transformer_config_runs_transformer_once(tmp_path):
     for sent in doc.sents:
         assert sent._.rhetoric_label in {"background", "objective", "method", "result"}
         assert sent._.rhetoric_vector.shape == (384,)
+
+
+def test_margin_graded_loss_configured_by_label_names():
+    """The encoder hands its label names to the loss, so graded margins can be
+    configured by name."""
+    import spacy
+    from spacy.training import Example
+
+    import spacy_rhetoric
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    encoder = nlp.add_pipe(
+        "rhetoric_sentence_encoder",
+        config={
+            "loss": {
+                "@misc": "spacy_rhetoric.MarginGradedTripletLoss.v1",
+                "groups": {"intro": ["background", "objective"]},
+            }
+        },
+    )
+    texts = [
+        ("Prior work studied parsing. We aim to fix it. Accuracy rose.", ["background", "objective", "result"]),
+        ("Parsers were built before. Our goal is speed. Speed doubled.", ["background", "objective", "result"]),
+    ]
+    examples = []
+    for text, labels in texts:
+        ref = nlp.get_pipe("sentencizer")(nlp.make_doc(text))
+        spacy_rhetoric.set_sent_labels(ref, labels)
+        examples.append(Example(nlp.make_doc(text), ref))
+    nlp.initialize(lambda: examples)
+    assert encoder.loss_fn.label_names == list(encoder.labels)
+    losses = {}
+    nlp.update(examples, losses=losses)
+    assert "rhetoric_sentence_encoder" in losses

@@ -362,6 +362,9 @@ class SentenceEncoder(TrainablePipe):
         if not self._loss_ready:
             if not self.labels or not self.cfg.get("width"):
                 raise ValueError(f"[{self.name}] the component is not initialized: call nlp.initialize()")
+            if hasattr(self.loss_fn, "set_labels"):
+                # Label names in class-id order (margin-graded triplets configured by name).
+                self.loss_fn.set_labels(list(self.labels))
             self.loss_fn.initialize(len(self.labels), int(self.cfg["width"]))
             self._loss_ready = True
         params = [p for p in self.loss_fn.parameters() if p.requires_grad]
