@@ -1,0 +1,326 @@
+"""Speed and memory of the full shared-transformer pipeline (issue 3).
+
+Pipeline: ``tok2vec`` + ``parser`` sourced from ``en_core_web_sm``
+(``spacy_rhetoric.util.load_parser``) in front of the components of
+``configs/rhetoric_trf.cfg`` (one spacy-transformers ``transformer`` with the
+local MiniLM-L6 weights, ``rhetoric_function_classifier`` and
+``rhetoric_sentence_encoder`` listening to it). The config's ``sentencizer``
+is removed, so the parser's sentence boundaries are the ones the classifier
+and encoder see. Without ``--model`` the config is built with
+``spacy.util.load_model_from_config`` and initialized on ``--init-docs``
+CSAbstruct train abstracts (speed does not depend on training); with
+``--model PATH`` a trained pipeline is loaded and its components are sourced.
+
+Speed: the CSAbstruct dev abstracts (sentences joined with a space, i.e.
+raw text) go through the pipeline; the sentences the *parser* produced are
+then encoded by ``spacy_rhetoric.evaluation.raw_transformer_vectors``
+(AutoModel + attention-mask mean pooling, batched), so both sides see the
+same sentence texts. Same process, same ``torch.set_num_threads``, a
+warm-up pass on each side is excluded, repeats alternate the two sides.
+The baseline call loads the HF model each time: that load is timed on its
+own and subtracted (reported too). The parser / transformer+listeners split
+is measured by running the two halves of the same pipeline separately.
+
+Memory: each document size runs in a fresh child process (peak RSS from
+``resource.getrusage`` is per process), which loads the same pipeline from a
+temporary directory and processes one document of N characters built from
+CSAbstruct train abstracts (paragraphs separated by a blank line).
+
+Usage:
+    python benchmarks/bench_pipeline_speed.py [--threads 0] [--repeats 3] \
+        [--sizes 100000,250000,500000,1000000] [--model PATH] \
+        [--out benchmarks/results/pipeline_speed.json]
+"""
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import spacy  # noqa: E402
+import typer  # noqa: E402
+from spacy.training import Corpus  # noqa: E402
+from wasabi import msg  # noqa: E402
+
+import spacy_rhetoric  # noqa: F401,E402
+from spacy_rhetoric.evaluation import raw_transformer_vectors  # noqa: E402
+from spacy_rhetoric.util import load_parser, resolve_hf_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "csabstruct"
+CONFIG = ROOT / "configs" / "rhetoric_trf.cfg"
+INIT_CORPUS = ROOT / "corpus" / "csabstruct_train.spacy"
+TRF_COMPONENTS = ["transformer", "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
+PARSER_EXCLUDE = ["tagger", "attribute_ruler", "lemmatizer", "ner", "senter"]
+
+
+def set_threads(n: int) -> int:
+    import torch
+
+    n = n or os.cpu_count() or 1
+    torch.set_num_threads(n)
+    return torch.get_num_threads()
+
+
+def rss_mb() -> float:
+    try:
+        import psutil
+
+        return psutil.Process().memory_info().rss / 2**20
+    except ImportError:  # pragma: no cover
+        return float("nan")
+
+
+def peak_rss_mb() -> float:
+    # Linux: ru_maxrss in KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load_abstracts(path: Path) -> List[List[str]]:
+    with path.open(encoding="utf8") as f:
+        return [json.loads(line)["sentences"] for line in f if line.strip()]
+
+
+def build_pipeline(model: Optional[Path], init_docs: int):
+    if model is not None:
+        trf_nlp = spacy.load(model)
+        missing = [c for c in TRF_COMPONENTS if c not in trf_nlp.pipe_names]
+        if missing:
+            raise ValueError(f"{model}: pipeline lacks components {missing}")
+    else:
+        config = spacy.util.load_config(CONFIG, interpolate=True)
+        trf_nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+        examples = list(Corpus(str(INIT_CORPUS), limit=init_docs)(trf_nlp))
+        trf_nlp.initialize(lambda: examples)
+    for name in list(trf_nlp.pipe_names):
+        if name not in TRF_COMPONENTS:
+            trf_nlp.remove_pipe(name)
+    parser_nlp = load_parser("en_core_web_sm", exclude=PARSER_EXCLUDE)
+    # Parser first (its tok2vec and parser sourced together keep their listener
+    # link), then the transformer and its two listeners.
+    nlp = spacy.blank("en", vocab=parser_nlp.vocab)
+    nlp.tokenizer = parser_nlp.tokenizer
+    for name in parser_nlp.pipe_names:
+        nlp.add_pipe(name, source=parser_nlp)
+    for name in TRF_COMPONENTS:
+        nlp.add_pipe(name, source=trf_nlp)
+    return nlp, parser_nlp
+
+
+def timed(fn):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def hf_load_seconds(model_name: str) -> float:
+    from transformers import AutoModel, AutoTokenizer
+
+    path = resolve_hf_model(model_name)
+    t0 = time.perf_counter()
+    AutoTokenizer.from_pretrained(path)
+    AutoModel.from_pretrained(path)
+    return time.perf_counter() - t0
+
+
+def memory_child(model_dir: str, size: int, threads: int) -> Dict:
+    """Runs in a fresh process: load, warm up, process one N-character doc."""
+    set_threads(threads)
+    nlp = spacy.load(model_dir)
+    abstracts = load_abstracts(DATA / "train.jsonl")
+    paragraphs, total = [], 0
+    for sents in abstracts:
+        p = " ".join(sents)
+        paragraphs.append(p)
+        total += len(p) + 2
+        if total >= size:
+            break
+    if total < size:
+        raise ValueError(f"CSAbstruct train has only {total} characters (< {size})")
+    text = "\n\n".join(paragraphs)[:size]
+    nlp(" ".join(abstracts[-1]))  # warm-up
+    rss_before = rss_mb()
+    peak_before = peak_rss_mb()
+    nlp.max_length = len(text) + 1
+    # ru_maxrss already holds the load-time peak, so also sample the current
+    # RSS every 20 ms while the document is processed
+    import threading
+
+    samples = [rss_before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            samples.append(rss_mb())
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    doc, wall, cpu = timed(lambda: nlp(text))
+    stop.set()
+    sampler.join()
+    n_sents = sum(1 for _ in doc.sents)
+    with_vec = sum(1 for s in doc.sents if s._.rhetoric_vector is not None)
+    n_tokens = len(doc)
+    rss_after_doc = rss_mb()
+    peak_after = peak_rss_mb()
+    del doc
+    import gc
+
+    gc.collect()
+    return {
+        "chars": len(text), "tokens_approx_words": len(text.split()), "sentences": n_sents,
+        "sentences_with_vector": with_vec, "tokens": n_tokens,
+        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+        "rss_before_mb": round(rss_before, 1), "peak_rss_before_mb": round(peak_before, 1),
+        "rss_with_doc_mb": round(rss_after_doc, 1), "peak_rss_mb": round(peak_after, 1),
+        "rss_after_free_mb": round(rss_mb(), 1),
+        "peak_growth_mb": round(peak_after - peak_before, 1),
+        "sampled_peak_rss_mb": round(max(samples), 1),
+        "sampled_peak_growth_mb": round(max(samples) - rss_before, 1),
+    }
+
+
+def main(
+    threads: int = typer.Option(0, help="torch threads for both sides; 0 = all cores"),
+    repeats: int = typer.Option(3, help="alternating timed repeats of each side"),
+    batch_size: int = typer.Option(16, help="docs per nlp.pipe batch"),
+    hf_batch_size: int = typer.Option(64, help="sentences per raw MiniLM batch"),
+    init_docs: int = typer.Option(20, help="CSAbstruct train abstracts for initialize"),
+    limit: int = typer.Option(0, help="use only the first N dev abstracts (0 = all)"),
+    sizes: str = typer.Option("100000,250000,500000,1000000", help="memory doc sizes, chars"),
+    child_timeout: int = typer.Option(900, help="seconds per memory child"),
+    model: Optional[Path] = typer.Option(None, help="trained rhetoric_trf pipeline to source"),
+    out: Path = typer.Option(ROOT / "benchmarks" / "results" / "pipeline_speed.json"),
+    memory_child_args: Optional[str] = typer.Option(None, "--memory-child", hidden=True),
+):
+    if memory_child_args:
+        model_dir, size, thr = memory_child_args.split("|")
+        print(json.dumps(memory_child(model_dir, int(size), int(thr))))
+        return
+    n_threads = set_threads(threads)
+    report: Dict = {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
+                    "loadavg_start": os.getloadavg()},
+        "command": " ".join(sys.argv),
+        "torch_threads": n_threads,
+    }
+    msg.info(f"torch threads {n_threads}, load average {os.getloadavg()}")
+    nlp, parser_nlp = build_pipeline(model, init_docs)
+    report["pipeline"] = nlp.pipe_names
+    report["pipeline_source"] = str(model) if model else f"{CONFIG.name} initialized on {init_docs} CSAbstruct train abstracts (untrained weights on top of MiniLM)"
+    msg.good(f"pipeline {nlp.pipe_names}")
+
+    abstracts = load_abstracts(DATA / "dev.jsonl")
+    if limit:
+        abstracts = abstracts[:limit]
+    texts = [" ".join(s) for s in abstracts]
+    report["speed_input"] = {"abstracts": len(texts), "chars": sum(map(len, texts)),
+                             "gold_sentences": sum(map(len, abstracts))}
+
+    # sanity: the sourced parser gives the same boundaries as the parser pipeline alone
+    probe = texts[:20]
+    a = [[s.text for s in d.sents] for d in nlp.pipe(probe)]
+    b = [[s.text for s in d.sents] for d in parser_nlp.pipe(probe)]
+    if a != b:
+        raise RuntimeError("sourced parser sentences differ from en_core_web_sm's")
+    # warm-up (excluded)
+    list(nlp.pipe(texts[:50], batch_size=batch_size))
+    docs = list(nlp.pipe(texts[:5], batch_size=batch_size))
+    warm_sents = [s.text for d in docs for s in d.sents]
+    raw_transformer_vectors(warm_sents * 10, batch_size=hf_batch_size, progress=False)
+
+    parser_names = [n for n in nlp.pipe_names if n not in TRF_COMPONENTS]
+    runs = []
+    sentences: List[str] = []
+    for r in range(repeats):
+        docs, wall, cpu = timed(lambda: list(nlp.pipe(texts, batch_size=batch_size)))
+        sents = [s.text for d in docs for s in d.sents]
+        missing = sum(1 for d in docs for s in d.sents if s._.rhetoric_vector is None
+                      or s._.rhetoric_label is None)
+        if r == 0:
+            sentences = sents
+        elif sents != sentences:
+            raise RuntimeError("pipeline sentences changed between repeats")
+        load_s = hf_load_seconds("sentence-transformers/all-MiniLM-L6-v2")
+        vecs, b_wall, b_cpu = timed(lambda: raw_transformer_vectors(
+            sentences, batch_size=hf_batch_size, progress=False))
+        assert vecs.shape[0] == len(sentences)
+        # split: parser half, then the transformer half on the parsed docs
+        with nlp.select_pipes(enable=parser_names):
+            pdocs, p_wall, p_cpu = timed(lambda: list(nlp.pipe(texts, batch_size=batch_size)))
+
+        def run_trf():
+            ds = pdocs
+            for name in TRF_COMPONENTS:
+                ds = list(nlp.get_pipe(name).pipe(ds, batch_size=batch_size))
+            return ds
+
+        _, t_wall, t_cpu = timed(run_trf)
+        n = len(sentences)
+        run = {
+            "sentences": n, "sentences_missing_outputs": missing,
+            "pipeline_wall_s": round(wall, 3), "pipeline_cpu_s": round(cpu, 3),
+            "baseline_wall_s_incl_load": round(b_wall, 3), "baseline_cpu_s_incl_load": round(b_cpu, 3),
+            "hf_load_s": round(load_s, 3),
+            "baseline_wall_s": round(b_wall - load_s, 3),
+            "pipeline_sents_per_s": round(n / wall, 2),
+            "baseline_sents_per_s": round(n / (b_wall - load_s), 2),
+            "baseline_sents_per_s_incl_load": round(n / b_wall, 2),
+            "ratio": round((n / wall) / (n / (b_wall - load_s)), 4),
+            "split_parser_wall_s": round(p_wall, 3), "split_trf_components_wall_s": round(t_wall, 3),
+            "split_parser_share": round(p_wall / (p_wall + t_wall), 4),
+            "loadavg": os.getloadavg(),
+        }
+        msg.info(f"repeat {r}: {json.dumps(run)}")
+        runs.append(run)
+    report["speed_runs"] = runs
+    report["speed_median"] = {
+        k: round(statistics.median(r[k] for r in runs), 4)
+        for k in ["pipeline_sents_per_s", "baseline_sents_per_s", "ratio",
+                  "baseline_sents_per_s_incl_load", "split_parser_share"]
+    }
+    msg.good(f"speed median {report['speed_median']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+
+    # memory: fresh process per size
+    mem = []
+    with tempfile.TemporaryDirectory() as tmp:
+        nlp.to_disk(tmp)
+        for size in [int(s) for s in sizes.split(",") if s.strip()]:
+            cmd = [sys.executable, __file__, "--memory-child", f"{tmp}|{size}|{threads}"]
+            msg.info(f"memory {size:,} chars, load average {os.getloadavg()}")
+            try:
+                res = subprocess.run(cmd, capture_output=True, text=True, timeout=child_timeout)
+            except subprocess.TimeoutExpired:
+                mem.append({"chars": size, "error": f"timeout after {child_timeout} s"})
+                msg.warn(f"{size}: timeout")
+                break
+            if res.returncode != 0:
+                mem.append({"chars": size, "error": res.stderr[-2000:]})
+                msg.fail(f"{size}: {res.stderr[-500:]}")
+                break
+            row = json.loads(res.stdout.strip().splitlines()[-1])
+            row["loadavg_after"] = os.getloadavg()
+            msg.info(json.dumps(row))
+            mem.append(row)
+            report["memory"] = mem
+            out.write_text(json.dumps(report, indent=2) + "\n")
+    report["memory"] = mem
+    report["machine"]["loadavg_end"] = os.getloadavg()
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    msg.good(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
