@@ -396,3 +396,37 @@ def test_margin_graded_loss_configured_by_label_names():
     losses = {}
     nlp.update(examples, losses=losses)
     assert "rhetoric_sentence_encoder" in losses
+
+
+CONTEXT_MODEL = {
+    "@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1",
+    "width": 32,
+    "depth": 1,
+    "projection_width": 16,
+    "dropout": 0.0,
+    "tok2vec": {
+        "@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 32,
+        "depth": 1, "embed_size": 500, "window_size": 1, "maxout_pieces": 2,
+        "subword_features": True,
+    },
+}
+# The same sentence in every position: only its place in the doc tells the label.
+SAME_TEXT = [(["This is one sentence."] * 3, ["background", "method", "result"])] * 3
+
+
+@pytest.mark.parametrize("encoder", ["cnn", "lstm"])
+def test_context_encoder_separates_identical_sentences_by_position(encoder, tmp_path):
+    nlp = make_nlp({"model": {**CONTEXT_MODEL, "encoder": encoder}, "loss_learn_rate": 0.01})
+    history = train(nlp, make_examples(nlp, SAME_TEXT), 40)
+    assert history[-1] < history[0] * 0.5, history
+    docs = list(nlp.pipe(texts(SAME_TEXT)))
+    vectors = all_vectors(docs)
+    assert vectors.shape == (9, 16)
+    labels = [label for _, labels in SAME_TEXT for label in labels]
+    sims = vectors @ vectors.T
+    numpy.fill_diagonal(sims, -numpy.inf)
+    assert [labels[j] for j in sims.argmax(axis=1)] == labels
+    nlp.to_disk(tmp_path / "ctx")
+    loaded = spacy.load(tmp_path / "ctx")
+    again = all_vectors(list(loaded.pipe(texts(SAME_TEXT))))
+    numpy.testing.assert_allclose(again, vectors, rtol=1e-5, atol=1e-6)

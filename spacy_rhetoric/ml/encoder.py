@@ -7,6 +7,16 @@ sentence's token vectors are pooled ("mean", "first" = [CLS]-style first
 token, "max", "last", or several joined by "+"), and an optional projection
 (``Linear`` or ``Maxout``) maps them to ``projection_width``.
 
+``spacy_rhetoric.ContextSentenceEncoder.v1`` adds what the context
+classifier has: the pooled vectors of a doc's sentences form a sequence, a
+context layer (window CNN or BiLSTM, never across docs) runs over it, the
+position features (relative position, is-first, is-last) are appended, and a
+linear projection gives the output. A sentence's vector then encodes its
+rhetorical move *in place* (the same words mean "background" in the first
+sentence and "result" in the last), which is what abstract-level labels like
+CSAbstruct's need. Train it on whole documents (``spacy.Corpus.v1`` and a
+sequence batcher), not on one-sentence examples, or it never sees context.
+
 Input: ``(docs, indices)`` with ``indices`` a Ragged array of ``(start, end)``
 token offsets, one row per sentence, one length per doc. Output: a Floats2d
 with one row per sentence, in the order of ``indices``. The vectors are NOT
@@ -17,9 +27,10 @@ from typing import Callable, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Dropout, Linear, Maxout, Model, chain
+from thinc.api import Dropout, Linear, Maxout, Model, chain, with_array
 from thinc.types import Floats2d, Ragged
 
+from .classifier import build_context_encoder, with_positions
 from .pooling import build_sentence_pooler
 
 PROJECTIONS = ("linear", "maxout")
@@ -78,4 +89,47 @@ def build_sentence_encoder(
     model.set_ref("pooler", pooler)
     model.attrs["pooling"] = pooling
     model.attrs["projection_width"] = projection_width or None
+    return model
+
+
+@registry.architectures("spacy_rhetoric.ContextSentenceEncoder.v1")
+def build_context_sentence_encoder(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    width: int = 256,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    projection_width: Optional[int] = 256,
+    dropout: float = 0.1,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Sentence vectors that see the sentence's neighbours and position.
+
+    pooled token vectors -> Maxout to ``width`` -> context layer over each
+    doc's sentence sequence (``encoder`` "cnn": ``depth`` residual window
+    blocks with ``window_size`` neighbours per side; "lstm": a BiLSTM of
+    ``depth`` layers) -> + position features -> Linear to
+    ``projection_width`` (None or 0: the output is the context width + 3).
+    """
+    pooler = build_sentence_pooler(tok2vec, pooling)
+    project = with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))
+    context = build_context_encoder(
+        width,
+        encoder=encoder,
+        depth=depth,
+        window_size=window_size,
+        maxout_pieces=maxout_pieces,
+        dropout=dropout,
+    )
+    layers: List[Model] = [pooler, with_positions(chain(project, context))]
+    if projection_width:
+        layers.append(Linear(nO=projection_width))
+    model = chain(*layers)
+    model.name = "context_sentence_encoder"
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.attrs["pooling"] = pooling
+    model.attrs["projection_width"] = projection_width or None
+    model.attrs["context"] = True
     return model

@@ -1,0 +1,142 @@
+"""A spacy-transformers ``TransformerModel`` whose inference runs the windows
+of a batch in slices, so one long document does not need memory for all of
+its windows' activations at once.
+
+spacy-transformers' ``Transformer`` pipe batches *documents*
+(``max_batch_items``); all span windows of one Doc (``strided_spans``: 128
+word pieces, stride 96) then go through the transformer in a single forward
+call. Attention and feed-forward activations of that call grow with the
+document (measured in benchmarks/README.md: ~7 GB of extra peak RSS for a
+1M-character Doc with MiniLM-L6). Here, outside training, the tokenized
+windows are cut into slices of at most ``max_windows_per_pass`` rows, each
+slice runs on its own, and the outputs are concatenated: the result is the
+same ``FullTransformerBatch`` (same padding, same alignment), so listeners
+and ``doc._.trf_data`` do not change. What still grows with the document is
+the output itself (one vector per word piece, as in any pipeline that keeps
+token vectors); the transient part is bounded by the slice size.
+
+Training is unchanged (the upstream forward with its backprop): training
+documents are batches of ordinary size.
+
+Registered as ``spacy_rhetoric.ChunkedTransformerModel.v1``, with the
+arguments of ``spacy-transformers.TransformerModel.v3`` plus
+``max_windows_per_pass`` (0 = no slicing, i.e. upstream behaviour). The
+weights and the serialized form are those of ``TransformerModel``.
+"""
+from typing import Callable, Dict, List, Tuple
+
+import torch
+from spacy.tokens import Doc
+from spacy.util import registry
+from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
+from spacy_transformers.data_classes import FullTransformerBatch, WordpieceBatch
+from spacy_transformers.layers.transformer_model import TransformerModel
+from spacy_transformers.layers.transformer_model import forward as transformer_forward
+from spacy_transformers.layers.transformer_model import huggingface_tokenize
+from spacy_transformers.truncate import truncate_oversize_splits
+from transformers.file_utils import ModelOutput
+
+DEFAULT_MAX_WINDOWS = 32
+
+
+class ChunkedTransformerModel(TransformerModel):
+    def __init__(
+        self,
+        name: str,
+        get_spans: Callable,
+        tokenizer_config: dict = {},
+        transformer_config: dict = {},
+        mixed_precision: bool = False,
+        grad_scaler_config: dict = {},
+        max_windows_per_pass: int = DEFAULT_MAX_WINDOWS,
+    ):
+        super().__init__(
+            name,
+            get_spans,
+            tokenizer_config=tokenizer_config,
+            transformer_config=transformer_config,
+            mixed_precision=mixed_precision,
+            grad_scaler_config=grad_scaler_config,
+        )
+        if max_windows_per_pass < 0:
+            raise ValueError(f"max_windows_per_pass must be >= 0, got {max_windows_per_pass}")
+        self._func = chunked_forward
+        self.attrs["max_windows_per_pass"] = int(max_windows_per_pass)
+
+    def copy(self) -> "TransformerModel":
+        copied = super().copy()
+        copied._func = chunked_forward
+        copied.attrs["max_windows_per_pass"] = self.attrs["max_windows_per_pass"]
+        return copied
+
+
+def _concat_outputs(outputs: List[ModelOutput]) -> ModelOutput:
+    """Concatenate per-slice transformer outputs along the window axis."""
+    first = outputs[0]
+    merged: Dict = {}
+    for key in first.keys():
+        values = [out[key] for out in outputs]
+        if isinstance(values[0], torch.Tensor):
+            merged[key] = torch.cat(values, dim=0)
+        elif isinstance(values[0], (tuple, list)):
+            merged[key] = tuple(torch.cat(parts, dim=0) for parts in zip(*values))
+        else:
+            raise TypeError(f"Cannot concatenate transformer output field {key!r} of type {type(values[0])}")
+    return type(first)(**merged)
+
+
+def chunked_forward(
+    model: TransformerModel, docs: List[Doc], is_train: bool
+) -> Tuple[FullTransformerBatch, Callable]:
+    max_windows = model.attrs.get("max_windows_per_pass", 0)
+    if is_train or not max_windows:
+        return transformer_forward(model, docs, is_train)
+    tokenizer = model.tokenizer
+    transformer = model.layers[0]
+    nested_spans = model.attrs["get_spans"](docs)
+    flat_spans = [span for doc_spans in nested_spans for span in doc_spans]
+    batch_encoding = huggingface_tokenize(tokenizer, [span.text for span in flat_spans])
+    wordpieces = WordpieceBatch.from_batch_encoding(batch_encoding)
+    if "offset_mapping" in batch_encoding:
+        align = get_alignment_via_offset_mapping(flat_spans, batch_encoding["offset_mapping"])
+    else:
+        align = get_alignment(flat_spans, wordpieces.strings, tokenizer.all_special_tokens)
+    wordpieces, align = truncate_oversize_splits(wordpieces, align, tokenizer.model_max_length)
+    n = len(wordpieces)
+    if n <= max_windows:
+        model_output = transformer.predict(wordpieces)
+    else:
+        parts = [transformer.predict(wordpieces[i : i + max_windows]) for i in range(0, n, max_windows)]
+        model_output = _concat_outputs(parts)
+    output = FullTransformerBatch(
+        spans=nested_spans, wordpieces=wordpieces, model_output=model_output, align=align
+    )
+
+    def backprop(d_output: FullTransformerBatch) -> List[Doc]:
+        raise ValueError("ChunkedTransformerModel: no backprop outside training (is_train=False)")
+
+    return output, backprop
+
+
+@registry.architectures("spacy_rhetoric.ChunkedTransformerModel.v1")
+def build_chunked_transformer_model(
+    name: str,
+    get_spans: Callable,
+    tokenizer_config: dict = {},
+    transformer_config: dict = {},
+    mixed_precision: bool = False,
+    grad_scaler_config: dict = {},
+    max_windows_per_pass: int = DEFAULT_MAX_WINDOWS,
+) -> TransformerModel:
+    """``spacy-transformers.TransformerModel.v3`` whose inference runs at most
+    ``max_windows_per_pass`` span windows through the transformer at a time
+    (0: all at once, as upstream)."""
+    return ChunkedTransformerModel(
+        name,
+        get_spans,
+        tokenizer_config=tokenizer_config,
+        transformer_config=transformer_config,
+        mixed_precision=mixed_precision,
+        grad_scaler_config=grad_scaler_config,
+        max_windows_per_pass=max_windows_per_pass,
+    )
