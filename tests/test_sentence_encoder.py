@@ -360,7 +360,7 @@ def test_shared_transformer_config_runs_transformer_once(tmp_path):
     assert calls == [1]
     for sent in doc.sents:
         assert sent._.rhetoric_label in {"background", "objective", "method", "result"}
-        assert sent._.rhetoric_vector.shape == (384,)
+        assert sent._.rhetoric_vector.shape == (256,)  # the context encoder's projection
 
 
 def test_margin_graded_loss_configured_by_label_names():
