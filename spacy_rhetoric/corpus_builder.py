@@ -154,6 +154,11 @@ def discover_inputs(paths: Sequence[Union[str, Path]], *, limit: int = 0) -> Lis
             else:
                 files = sorted(p for p in arg.rglob("*") if p.is_file() and _kind(p))
             items = [(p.relative_to(arg).as_posix(), p) for p in files]
+            if not items:
+                raise CorpusBuildError(
+                    f"{arg}: directory holds no input files ({', '.join(INPUT_SUFFIXES)} or "
+                    "CL-SciSumm */Reference_XML/*.xml)"
+                )
         elif arg.is_file():
             if not _kind(arg):
                 raise CorpusBuildError(
@@ -295,6 +300,10 @@ class LabelSettings:
     n: int = 5
     exclude: Tuple[str, ...] = DEFAULT_EXCLUDE
     code: Optional[str] = None  # a Python file to import first (custom functions), like spaCy's --code
+    # Phrase segments shorter than n tokens are kept whole when they have at least
+    # min_phrase_length tokens; None = n, i.e. only full n-grams (the paper's setting: shorter
+    # n-grams "tend to be too generic to convey a specific communicative function").
+    min_phrase_length: Optional[int] = None
 
 
 def import_code(code: Optional[Union[str, Path]]) -> None:
@@ -338,7 +347,10 @@ def build_nlp(settings: LabelSettings, phrases: PhrasePairs) -> Language:
     ext.install_extensions()
     nlp = load_parser(settings.parser, exclude=list(settings.exclude))
     nlp.add_pipe("rhetoric_single_sentence", first=True)
-    labeler = nlp.add_pipe(LABELER_FACTORY, config={"n": settings.n})
+    min_length = settings.min_phrase_length or settings.n
+    labeler = nlp.add_pipe(LABELER_FACTORY, config={
+        "n": settings.n, "keep_short": min_length < settings.n, "min_length": min(min_length, settings.n),
+    })
     labeler.initialize(nlp=nlp, phrases=list(phrases))
     return nlp
 
@@ -848,6 +860,7 @@ def build_corpus(
     phrases: Union[str, Path, Sequence[Tuple[str, str]]],
     parser: str = DEFAULT_PARSER,
     n: int = 5,
+    min_phrase_length: Optional[int] = None,
     exclude: Sequence[str] = DEFAULT_EXCLUDE,
     code: Optional[Union[str, Path]] = None,
     n_process: int = 1,
@@ -878,13 +891,18 @@ def build_corpus(
     if not 0.0 < valid_fraction < 1.0:
         raise CorpusBuildError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
     import_code(code)
-    settings = LabelSettings(parser=parser, n=int(n), exclude=tuple(exclude), code=str(code) if code else None)
+    if min_phrase_length is not None and not 1 <= int(min_phrase_length) <= int(n):
+        raise CorpusBuildError(f"min_phrase_length must be in 1..n={n}, got {min_phrase_length}")
+    min_phrase_length = int(min_phrase_length) if min_phrase_length else int(n)
+    settings = LabelSettings(parser=parser, n=int(n), exclude=tuple(exclude), code=str(code) if code else None,
+                             min_phrase_length=min_phrase_length)
     pairs, n_phrase_skipped = read_phrase_list(phrases)
     if not pairs:
         raise CorpusBuildError(f"the phrase list {phrases!r} holds no (label, phrase) pairs")
     config = {
         "parser": parser,
         "n": int(n),
+        "min_phrase_length": min_phrase_length,
         "exclude": sorted(exclude),
         "phrases_sha1": phrases_digest(pairs),
         "n_phrases": len(pairs),
@@ -959,7 +977,8 @@ def build_corpus(
         **merged,
         "phrases": {"pairs": len(pairs), "skipped_lines": n_phrase_skipped, "sha1": config["phrases_sha1"]},
         "settings": {
-            "parser": parser, "n": int(n), "exclude": sorted(exclude), "n_process": n_process,
+            "parser": parser, "n": int(n), "min_phrase_length": min_phrase_length,
+            "exclude": sorted(exclude), "n_process": n_process,
             "batch_size": batch_size, "scheduler": scheduler, "workers": workers if scheduler else None,
             "seed": seed,
         },

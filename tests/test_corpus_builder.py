@@ -338,3 +338,26 @@ def test_code_file_imported_once(tmp_path):
     assert builtins._cb_loads == 1
     with pytest.raises(cb.CorpusBuildError, match="does not exist"):
         cb.import_code(tmp_path / "missing.py")
+
+
+def test_short_phrases_only_with_min_phrase_length(tmp_path):
+    """Default: a phrase shorter than n gives no n-gram (paper); with
+    min_phrase_length it is kept whole and labels sentences rooted in it."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text("We use a parser.\nThe sky is blue.\n", encoding="utf8")
+    phrases = PHRASES + [("Restatement of the aim or method", "we use")]
+    default = cb.build_corpus([src], tmp_path / "d", phrases=phrases, n=3)
+    assert default["labeled"] == 0
+    assert json.loads((tmp_path / "d" / "build_config.json").read_text())["min_phrase_length"] == 3
+    short = cb.build_corpus([src], tmp_path / "s", phrases=phrases, n=3, min_phrase_length=2)
+    assert short["labeled"] == 1
+    assert short["per_label"] == {"Restatement of the aim or method": 1}
+    with pytest.raises(cb.CorpusBuildError, match="min_phrase_length"):
+        cb.build_corpus([src], tmp_path / "x", phrases=phrases, n=3, min_phrase_length=4)
+
+
+def test_empty_input_directory_is_an_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(cb.CorpusBuildError, match="no input files"):
+        cb.build_corpus([tmp_path / "empty"], tmp_path / "out", phrases=PHRASES, n=3)

@@ -27,6 +27,10 @@ def label_command(
     output: Path = typer.Option(..., "--output", "-o", help="Output directory (shards, train/valid .jsonl and .spacy, summary.json)"),
     phrases: Path = typer.Option(DEFAULT_PHRASES, "--phrases", "-p", help="Labeled phrase list: label<TAB>phrase[<TAB>count] file, a directory of them, or CFS3 5gram_dict.json"),
     n: int = typer.Option(5, "--n", help="n-gram length of the phrase labeler"),
+    min_phrase_length: Optional[int] = typer.Option(
+        None, "--min-phrase-length",
+        help="Keep phrases shorter than n whole if they have at least this many tokens "
+             "(default: n, i.e. only full n-grams, as in the paper)"),
     parser: str = typer.Option("en_core_web_sm", "--parser", help="English pipeline with tagger, lemmatizer and parser"),
     n_process: int = typer.Option(1, "--n-process", help="Processes for nlp.pipe (single machine)"),
     batch_size: int = typer.Option(256, "--batch-size", help="Sentences per nlp.pipe batch"),
@@ -46,7 +50,7 @@ def label_command(
 
     try:
         summary = build_corpus(
-            inputs, output, phrases=phrases, parser=parser, n=n, code=code, n_process=n_process,
+            inputs, output, phrases=phrases, parser=parser, n=n, min_phrase_length=min_phrase_length, code=code, n_process=n_process,
             batch_size=batch_size, scheduler=scheduler, workers=workers, seed=seed,
             valid_fraction=valid_fraction, limit=limit, overwrite=overwrite, show_progress=True,
             merge_only=merge_only,
