@@ -349,6 +349,18 @@ def test_linker_finetune_then_round_trips(tiny_encoder_dir, tmp_path):
         [[l["sid"] for l in e["links"]] for e in links]
     assert [l["score"] for e in doc3._.citance_links for l in e["links"]] == pytest.approx(
         [l["score"] for e in links for l in e["links"]])
+    # to_bytes / from_bytes (nlp.to_bytes): same weights, vectors, settings and links
+    data = linker.to_bytes()
+    linker3 = nlp2.get_pipe("rhetoric_citance_linker").__class__(nlp.vocab, model_name=str(tiny_encoder_dir))
+    linker3.from_bytes(data)
+    assert linker3.settings == linker.settings and linker3.cfg["vectors_path"] == linker.cfg["vectors_path"]
+    assert numpy.allclose(linker3.encoder.encode(TOY_REFERENCE), linker.encoder.encode(TOY_REFERENCE), atol=1e-6)
+    assert linker3.vectors["beta"] == pytest.approx([0.0, 2.0])
+    assert sorted(linker3.references) == sorted(linker.references)
+    again = linker3.link(list(doc.sents)[0], linker3.references["default"], k=3)
+    assert [l["sid"] for l in again] == [l["sid"] for l in direct]
+    with pytest.raises(ValueError, match="from_bytes"):
+        linker3.from_bytes(b"\x80")
 
 
 def test_reference_selection_by_user_data_key_and_citance_pattern(tiny_encoder_dir):

@@ -447,6 +447,45 @@ class CitanceLinker(Pipe):
             bin_.to_disk(path / "references.spacy")
             srsly.write_json(path / "references.json", keys)
 
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """The ``to_disk`` directory (cfg, encoder weights, word vectors,
+        references) as one msgpack dict of relative path -> file bytes."""
+        from spacy.util import make_tempdir
+
+        with make_tempdir() as tmp:
+            self.to_disk(tmp, exclude=exclude)
+            files = {
+                f.relative_to(tmp).as_posix(): f.read_bytes()
+                for f in sorted(tmp.rglob("*")) if f.is_file()
+            }
+        return srsly.msgpack_dumps({"files": files})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CitanceLinker":
+        from spacy.util import make_tempdir
+
+        msg = srsly.msgpack_loads(bytes_data)
+        files = msg.get("files") if isinstance(msg, dict) else None
+        if not isinstance(files, dict):
+            raise ValueError(f"[{self.name}] from_bytes: not the output of CitanceLinker.to_bytes")
+        with make_tempdir() as tmp:
+            for rel, data in files.items():
+                target = (tmp / rel).resolve()
+                if tmp.resolve() not in target.parents:
+                    raise ValueError(f"[{self.name}] from_bytes: bad file name {rel!r}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            vectors_path = None
+            if (tmp / "cfg").exists():
+                vectors_path = srsly.read_json(tmp / "cfg").get("vectors_path")
+            self.from_disk(tmp, exclude=exclude)
+            # the temporary directory goes away: load what from_disk loads lazily now
+            if self._encoder_path is not None and Path(self._encoder_path).is_relative_to(tmp):
+                _ = self.encoder
+                self._encoder_path = None
+            if self.cfg.get("vectors_path") and Path(self.cfg["vectors_path"]).is_relative_to(tmp):
+                self.cfg["vectors_path"] = vectors_path
+        return self
+
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "CitanceLinker":
         path = Path(path)
         if (path / "cfg").exists():
