@@ -131,10 +131,14 @@ def hf_load_seconds(model_name: str) -> float:
     return time.perf_counter() - t0
 
 
-def memory_child(model_dir: str, size: int, threads: int) -> Dict:
-    """Runs in a fresh process: load, warm up, process one N-character doc."""
+def memory_child(model_dir: str, size: int, threads: int, clean: bool = False) -> Dict:
+    """Runs in a fresh process: load, warm up, process one N-character doc.
+    ``clean``: spaCy's ``doc_cleaner`` at the end drops ``doc._.trf_data``
+    (the transformer output, no longer needed once the listeners ran)."""
     set_threads(threads)
     nlp = spacy.load(model_dir)
+    if clean:
+        nlp.add_pipe("doc_cleaner", config={"attrs": {"_.trf_data": None}, "silent": True})
     abstracts = load_abstracts(DATA / "train.jsonl")
     paragraphs, total = [], 0
     for sents in abstracts:
@@ -177,6 +181,7 @@ def memory_child(model_dir: str, size: int, threads: int) -> Dict:
 
     gc.collect()
     return {
+        "doc_cleaner_trf_data": clean,
         "chars": len(text), "tokens_approx_words": len(text.split()), "sentences": n_sents,
         "sentences_with_vector": with_vec, "tokens": n_tokens,
         "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
@@ -199,12 +204,17 @@ def main(
     sizes: str = typer.Option("100000,250000,500000,1000000", help="memory doc sizes, chars"),
     child_timeout: int = typer.Option(900, help="seconds per memory child"),
     model: Optional[Path] = typer.Option(None, help="trained rhetoric_trf pipeline to source"),
+    max_windows_per_pass: Optional[int] = typer.Option(
+        None, help="override the transformer's max_windows_per_pass (0 = all windows of a doc at once)"),
+    skip_speed: bool = typer.Option(False, "--skip-speed", help="memory rows only"),
+    clean_trf_data: bool = typer.Option(
+        False, "--clean-trf-data", help="memory: add doc_cleaner dropping doc._.trf_data at the end"),
     out: Path = typer.Option(ROOT / "benchmarks" / "results" / "pipeline_speed.json"),
     memory_child_args: Optional[str] = typer.Option(None, "--memory-child", hidden=True),
 ):
     if memory_child_args:
-        model_dir, size, thr = memory_child_args.split("|")
-        print(json.dumps(memory_child(model_dir, int(size), int(thr))))
+        model_dir, size, thr, clean = memory_child_args.split("|")
+        print(json.dumps(memory_child(model_dir, int(size), int(thr), clean == "1")))
         return
     n_threads = set_threads(threads)
     report: Dict = {
@@ -217,9 +227,19 @@ def main(
     msg.info(f"torch threads {n_threads}, load average {os.getloadavg()}")
     nlp, parser_nlp = build_pipeline(model, init_docs)
     report["pipeline"] = nlp.pipe_names
+    trf_model = nlp.get_pipe("transformer").model
+    if max_windows_per_pass is not None:
+        if "max_windows_per_pass" not in trf_model.attrs:
+            raise ValueError("the transformer model is not spacy_rhetoric.ChunkedTransformerModel.v1")
+        trf_model.attrs["max_windows_per_pass"] = int(max_windows_per_pass)
+    report["max_windows_per_pass"] = trf_model.attrs.get("max_windows_per_pass")
+    report["memory_clean_trf_data"] = clean_trf_data
+    msg.info(f"transformer max_windows_per_pass = {report['max_windows_per_pass']}")
     report["pipeline_source"] = str(model) if model else f"{CONFIG.name} initialized on {init_docs} CSAbstruct train abstracts (untrained weights on top of MiniLM)"
     msg.good(f"pipeline {nlp.pipe_names}")
 
+    if skip_speed:
+        repeats = 0
     abstracts = load_abstracts(DATA / "dev.jsonl")
     if limit:
         abstracts = abstracts[:limit]
@@ -284,7 +304,7 @@ def main(
         msg.info(f"repeat {r}: {json.dumps(run)}")
         runs.append(run)
     report["speed_runs"] = runs
-    report["speed_median"] = {
+    report["speed_median"] = {} if not runs else {
         k: round(statistics.median(r[k] for r in runs), 4)
         for k in ["pipeline_sents_per_s", "baseline_sents_per_s", "ratio",
                   "baseline_sents_per_s_incl_load", "split_parser_share"]
@@ -298,7 +318,8 @@ def main(
     with tempfile.TemporaryDirectory() as tmp:
         nlp.to_disk(tmp)
         for size in [int(s) for s in sizes.split(",") if s.strip()]:
-            cmd = [sys.executable, __file__, "--memory-child", f"{tmp}|{size}|{threads}"]
+            cmd = [sys.executable, __file__, "--memory-child",
+                   f"{tmp}|{size}|{threads}|{int(clean_trf_data)}"]
             msg.info(f"memory {size:,} chars, load average {os.getloadavg()}")
             try:
                 res = subprocess.run(cmd, capture_output=True, text=True, timeout=child_timeout)
