@@ -131,10 +131,12 @@ def hf_load_seconds(model_name: str) -> float:
     return time.perf_counter() - t0
 
 
-def memory_child(model_dir: str, size: int, threads: int, clean: bool = False) -> Dict:
+def memory_child(model_dir: str, size: int, threads: int, clean: bool = False, piece_chars: int = 0) -> Dict:
     """Runs in a fresh process: load, warm up, process one N-character doc.
     ``clean``: spaCy's ``doc_cleaner`` at the end drops ``doc._.trf_data``
-    (the transformer output, no longer needed once the listeners ran)."""
+    (the transformer output, no longer needed once the listeners ran).
+    ``piece_chars`` > 0: ``spacy_rhetoric.process_long_text`` with pieces of at
+    most that many characters instead of ``nlp(text)``."""
     set_threads(threads)
     nlp = spacy.load(model_dir)
     if clean:
@@ -168,7 +170,12 @@ def memory_child(model_dir: str, size: int, threads: int, clean: bool = False) -
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    doc, wall, cpu = timed(lambda: nlp(text))
+    if piece_chars:
+        from spacy_rhetoric.long_docs import process_long_text
+
+        doc, wall, cpu = timed(lambda: process_long_text(nlp, text, max_chars=piece_chars))
+    else:
+        doc, wall, cpu = timed(lambda: nlp(text))
     stop.set()
     sampler.join()
     n_sents = sum(1 for _ in doc.sents)
@@ -182,6 +189,7 @@ def memory_child(model_dir: str, size: int, threads: int, clean: bool = False) -
     gc.collect()
     return {
         "doc_cleaner_trf_data": clean,
+        "process_long_text_max_chars": piece_chars,
         "chars": len(text), "tokens_approx_words": len(text.split()), "sentences": n_sents,
         "sentences_with_vector": with_vec, "tokens": n_tokens,
         "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
@@ -207,14 +215,16 @@ def main(
     max_windows_per_pass: Optional[int] = typer.Option(
         None, help="override the transformer's max_windows_per_pass (0 = all windows of a doc at once)"),
     skip_speed: bool = typer.Option(False, "--skip-speed", help="memory rows only"),
+    long_text_pieces: int = typer.Option(
+        0, help="memory: process_long_text with pieces of at most N chars (0 = nlp(text))"),
     clean_trf_data: bool = typer.Option(
         False, "--clean-trf-data", help="memory: add doc_cleaner dropping doc._.trf_data at the end"),
     out: Path = typer.Option(ROOT / "benchmarks" / "results" / "pipeline_speed.json"),
     memory_child_args: Optional[str] = typer.Option(None, "--memory-child", hidden=True),
 ):
     if memory_child_args:
-        model_dir, size, thr, clean = memory_child_args.split("|")
-        print(json.dumps(memory_child(model_dir, int(size), int(thr), clean == "1")))
+        model_dir, size, thr, clean, piece = memory_child_args.split("|")
+        print(json.dumps(memory_child(model_dir, int(size), int(thr), clean == "1", int(piece))))
         return
     n_threads = set_threads(threads)
     report: Dict = {
@@ -234,6 +244,7 @@ def main(
         trf_model.attrs["max_windows_per_pass"] = int(max_windows_per_pass)
     report["max_windows_per_pass"] = trf_model.attrs.get("max_windows_per_pass")
     report["memory_clean_trf_data"] = clean_trf_data
+    report["memory_long_text_pieces"] = long_text_pieces
     msg.info(f"transformer max_windows_per_pass = {report['max_windows_per_pass']}")
     report["pipeline_source"] = str(model) if model else f"{CONFIG.name} initialized on {init_docs} CSAbstruct train abstracts (untrained weights on top of MiniLM)"
     msg.good(f"pipeline {nlp.pipe_names}")
@@ -319,7 +330,7 @@ def main(
         nlp.to_disk(tmp)
         for size in [int(s) for s in sizes.split(",") if s.strip()]:
             cmd = [sys.executable, __file__, "--memory-child",
-                   f"{tmp}|{size}|{threads}|{int(clean_trf_data)}"]
+                   f"{tmp}|{size}|{threads}|{int(clean_trf_data)}|{long_text_pieces}"]
             msg.info(f"memory {size:,} chars, load average {os.getloadavg()}")
             try:
                 res = subprocess.run(cmd, capture_output=True, text=True, timeout=child_timeout)

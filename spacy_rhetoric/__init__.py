@@ -11,6 +11,7 @@ from .extensions import (
     set_sent_sections,
     get_sent_labels,
 )
+from .long_docs import process_long_text
 from .util import load_parser, resolve_hf_model, resolve_pipeline_name
 
 install_extensions()
@@ -22,6 +23,7 @@ __all__ = [
     "set_sent_sections",
     "get_sent_labels",
     "load_parser",
+    "process_long_text",
     "resolve_hf_model",
     "resolve_pipeline_name",
 ]
