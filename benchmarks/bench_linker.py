@@ -39,10 +39,12 @@ def run(cmd, log=None):
     subprocess.run([str(c) for c in cmd], check=True)
 
 
-def rows(out: Path, encoder: Path):
+def rows(out: Path, encoder: Path, raw_text: bool = False):
     vectors = out / "w2v.kv"
     base = ["link", "--evaluate", MANUAL, "--topics", ",".join(TEST_TOPICS), "-k", "3"]
     ft = ["--encoder", encoder]
+    if raw_text:  # the encoder sees raw sentences (WMD still compares pre-processed tokens)
+        ft = ft + ["--no-preprocess"]
     return [
         ("MiniLM, not fine-tuned (cosine only)", base + ["--no-wce", "--no-denoise", "--no-wmd"]),
         ("SBERT (fine-tuned MiniLM)", base + ft + ["--no-wce", "--no-denoise", "--no-wmd"]),
@@ -62,6 +64,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--only", choices=["word2vec", "train", "evaluate"], default=None)
     parser.add_argument("--rows", default=None, help="comma-separated row numbers (0-based) to evaluate")
+    parser.add_argument("--raw-text", action="store_true",
+                        help="fine-tune and evaluate with raw sentences as encoder input (link-train/link --no-preprocess);"
+                             " runs go to minilm-raw-<steps>, rows to eval-raw/")
     parser.add_argument("--encoder", type=Path, default=None,
                         help="evaluate this encoder dir instead of the run's final one (e.g. a checkpoint)")
     args = parser.parse_args()
@@ -70,21 +75,21 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     topics_arg = ",".join(TEST_TOPICS)
-    run_dir = out / f"minilm-{args.max_steps}"
+    run_dir = out / (f"minilm-raw-{args.max_steps}" if args.raw_text else f"minilm-{args.max_steps}")
     if args.only in (None, "word2vec") and not (out / "w2v.kv").exists():
         run(CLI + ["link-word2vec", MANUAL, AUTO, "--exclude-topics", topics_arg, "--output", out / "w2v.kv"])
     if args.only in (None, "train") and not (run_dir / "training.json").exists():
         run(CLI + ["link-train", MANUAL, AUTO, "--exclude-topics", topics_arg, "--output", run_dir,
                    "--max-steps", str(args.max_steps), "--batch-size", str(args.batch_size),
-                   "--checkpoint-every", "50", "--threads", "1"])
+                   "--checkpoint-every", "50", "--threads", "1"] + (["--no-preprocess"] if args.raw_text else []))
     if args.only not in (None, "evaluate"):
         return
-    eval_dir = out / "eval"
+    eval_dir = out / ("eval-raw" if args.raw_text else "eval")
     eval_dir.mkdir(exist_ok=True)
     table = []
     wanted = None if args.rows is None else {int(r) for r in args.rows.split(",")}
     encoder = args.encoder or run_dir / "encoder"
-    for i, (name, cmd) in enumerate(rows(out, encoder)):
+    for i, (name, cmd) in enumerate(rows(out, encoder, args.raw_text)):
         path = eval_dir / f"row{i}.json"
         if (wanted is None or i in wanted) and not path.exists():
             run(CLI + cmd + ["--output", path])
