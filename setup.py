@@ -44,7 +44,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.ContextSentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_context_sentence_classifier",
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
         "spacy_rhetoric.ContextSentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_context_sentence_encoder",
-        "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:build_chunked_transformer_model",
+        "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:ChunkedTransformerModel",
     ],
     "spacy_scorers": [
         "spacy_rhetoric.function_classifier_scorer.v1 = spacy_rhetoric.pipeline.function_classifier:make_function_classifier_scorer",

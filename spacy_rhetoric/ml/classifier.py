@@ -141,6 +141,29 @@ def build_context_encoder(
     raise ValueError(f"Unknown context encoder {encoder!r}: use 'cnn' or 'lstm'")
 
 
+def build_context_trunk(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str,
+    width: int,
+    *,
+    encoder: str,
+    depth: int,
+    window_size: int,
+    maxout_pieces: int,
+    dropout: float,
+) -> Tuple[Model, Model[Ragged, Floats2d]]:
+    """The part the context classifier and the context encoder share: the
+    sentence pooler, and (pooled vectors -> Maxout to ``width`` -> context
+    layer over each doc's sentences -> + position features)."""
+    pooler = build_sentence_pooler(tok2vec, pooling)
+    project = with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))
+    context = build_context_encoder(
+        width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout,
+    )
+    return pooler, with_positions(chain(project, context))
+
+
 @registry.architectures("spacy_rhetoric.SentenceClassifier.v1")
 def build_sentence_classifier(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -185,23 +208,12 @@ def build_context_sentence_classifier(
     ``depth`` layers) -> concatenated with (relative position, is-first,
     is-last) -> Softmax.
     """
-    pooler = build_sentence_pooler(tok2vec, pooling)
-    project = with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))
-    context = build_context_encoder(
-        width,
-        encoder=encoder,
-        depth=depth,
-        window_size=window_size,
-        maxout_pieces=maxout_pieces,
-        dropout=dropout,
+    pooler, in_context = build_context_trunk(
+        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout,
     )
     output_layer = Softmax(nO=nO)
-    model = chain(
-        pooler,
-        with_positions(chain(project, context)),
-        Dropout(dropout),
-        output_layer,
-    )
+    model = chain(pooler, in_context, Dropout(dropout), output_layer)
     model.set_ref("tok2vec", tok2vec)
     model.set_ref("pooler", pooler)
     model.set_ref("output_layer", output_layer)

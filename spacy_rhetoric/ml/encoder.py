@@ -27,10 +27,10 @@ from typing import Callable, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Dropout, Linear, Maxout, Model, chain, with_array
+from thinc.api import Dropout, Linear, Maxout, Model, chain
 from thinc.types import Floats2d, Ragged
 
-from .classifier import build_context_encoder, with_positions
+from .classifier import build_context_trunk
 from .pooling import build_sentence_pooler
 
 PROJECTIONS = ("linear", "maxout")
@@ -83,13 +83,7 @@ def build_sentence_encoder(
         else:
             proj = Maxout(nO=projection_width, nP=maxout_pieces, normalize=True, dropout=dropout)
         layers.append(proj)
-    model = chain(*layers)
-    model.name = "sentence_encoder"
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.attrs["pooling"] = pooling
-    model.attrs["projection_width"] = projection_width or None
-    return model
+    return _finish(chain(*layers), "sentence_encoder", tok2vec, pooler, pooling, projection_width)
 
 
 @registry.architectures("spacy_rhetoric.ContextSentenceEncoder.v1")
@@ -112,24 +106,23 @@ def build_context_sentence_encoder(
     ``depth`` layers) -> + position features -> Linear to
     ``projection_width`` (None or 0: the output is the context width + 3).
     """
-    pooler = build_sentence_pooler(tok2vec, pooling)
-    project = with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))
-    context = build_context_encoder(
-        width,
-        encoder=encoder,
-        depth=depth,
-        window_size=window_size,
-        maxout_pieces=maxout_pieces,
-        dropout=dropout,
+    pooler, in_context = build_context_trunk(
+        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout,
     )
-    layers: List[Model] = [pooler, with_positions(chain(project, context))]
+    layers: List[Model] = [pooler, in_context]
     if projection_width:
         layers.append(Linear(nO=projection_width))
-    model = chain(*layers)
-    model.name = "context_sentence_encoder"
+    model = _finish(chain(*layers), "context_sentence_encoder", tok2vec, pooler, pooling, projection_width)
+    model.attrs["context"] = True
+    return model
+
+
+def _finish(model: Model, name: str, tok2vec: Model, pooler: Model, pooling: str,
+            projection_width: Optional[int]) -> Model:
+    model.name = name
     model.set_ref("tok2vec", tok2vec)
     model.set_ref("pooler", pooler)
     model.attrs["pooling"] = pooling
     model.attrs["projection_width"] = projection_width or None
-    model.attrs["context"] = True
     return model

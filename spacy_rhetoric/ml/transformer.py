@@ -39,7 +39,12 @@ from transformers.file_utils import ModelOutput
 DEFAULT_MAX_WINDOWS = 32
 
 
+@registry.architectures("spacy_rhetoric.ChunkedTransformerModel.v1")
 class ChunkedTransformerModel(TransformerModel):
+    """``spacy-transformers.TransformerModel.v3`` whose inference runs at most
+    ``max_windows_per_pass`` span windows through the transformer at a time
+    (0: all at once, as upstream). Registered as the architecture itself."""
+
     def __init__(
         self,
         name: str,
@@ -116,27 +121,3 @@ def chunked_forward(
         raise ValueError("ChunkedTransformerModel: no backprop outside training (is_train=False)")
 
     return output, backprop
-
-
-@registry.architectures("spacy_rhetoric.ChunkedTransformerModel.v1")
-def build_chunked_transformer_model(
-    name: str,
-    get_spans: Callable,
-    tokenizer_config: dict = {},
-    transformer_config: dict = {},
-    mixed_precision: bool = False,
-    grad_scaler_config: dict = {},
-    max_windows_per_pass: int = DEFAULT_MAX_WINDOWS,
-) -> TransformerModel:
-    """``spacy-transformers.TransformerModel.v3`` whose inference runs at most
-    ``max_windows_per_pass`` span windows through the transformer at a time
-    (0: all at once, as upstream)."""
-    return ChunkedTransformerModel(
-        name,
-        get_spans,
-        tokenizer_config=tokenizer_config,
-        transformer_config=transformer_config,
-        mixed_precision=mixed_precision,
-        grad_scaler_config=grad_scaler_config,
-        max_windows_per_pass=max_windows_per_pass,
-    )
