@@ -132,8 +132,18 @@ def _clscisumm_reference_xmls(root: Path) -> List[Path]:
     try:
         from .readers.clscisumm import iter_topics
     except ImportError:  # reader not installed: same layout rule, by glob
-        return sorted(root.glob("**/Reference_XML/*.xml"))
+        return [p for p in _walk_files(root) if p.parent.name == "Reference_XML" and p.suffix == ".xml"]
     return sorted(Path(t.reference_xml) for t in iter_topics(root))
+
+
+def _walk_files(root: Path) -> List[Path]:
+    """Every file below ``root``, following symlinked directories (the
+    project's offline asset mirror links the corpus directories)."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames.sort()
+        files.extend(Path(dirpath) / name for name in filenames)
+    return sorted(files)
 
 
 def discover_inputs(paths: Sequence[Union[str, Path]], *, limit: int = 0) -> List[InputFile]:
@@ -149,10 +159,11 @@ def discover_inputs(paths: Sequence[Union[str, Path]], *, limit: int = 0) -> Lis
     for arg in paths:
         arg = Path(arg)
         if arg.is_dir():
-            if any(arg.glob("**/Reference_XML/*.xml")):
+            below = _walk_files(arg)
+            if any(p.parent.name == "Reference_XML" and p.suffix == ".xml" for p in below):
                 files = _clscisumm_reference_xmls(arg)
             else:
-                files = sorted(p for p in arg.rglob("*") if p.is_file() and _kind(p))
+                files = [p for p in below if _kind(p)]
             items = [(p.relative_to(arg).as_posix(), p) for p in files]
             if not items:
                 raise CorpusBuildError(
