@@ -408,7 +408,8 @@ def test_convert_cli_reports_counts(tmp_path):
     assert "Records skipped: 1" in result.output and "t.txt:2" in result.output
     assert len(DocBin().from_disk(out)) == 2
     result = CliRunner().invoke(app, ["convert", "scicite", str(src), str(out), "--errors", "raise"])
-    assert result.exit_code == 1 and "t.txt:2: invalid" in result.output
+    # wasabi wraps long messages (the tmp path's length varies), so compare on joined words
+    assert result.exit_code == 1 and "t.txt:2: invalid" in " ".join(result.output.split())
     result = CliRunner().invoke(app, ["convert", "nope", str(src), str(out)])
     assert result.exit_code == 1
 
