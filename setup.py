@@ -70,6 +70,9 @@ ENTRY_POINTS = {
         "spacy_rhetoric.MarginGradedTripletLoss.v1 = spacy_rhetoric.losses:margin_graded_triplet_loss_v1",
         "spacy_rhetoric.CosinePairLoss.v1 = spacy_rhetoric.losses:cosine_pair_loss_v1",
     ],
+    "spacy_span_getters": [
+        "spacy_rhetoric.sentence_windows.v1 = spacy_rhetoric.ml.span_getters:configure_sentence_windows",
+    ],
     "spacy_batchers": [
         "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.batchers:pk_batcher",
     ],
