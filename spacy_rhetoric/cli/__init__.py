@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "spacy_rhetoric.cli.evaluate",
     "spacy_rhetoric.cli.link",
     "spacy_rhetoric.cli.align",
+    "spacy_rhetoric.cli.split",
 ]
 
 
