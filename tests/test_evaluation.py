@@ -309,6 +309,31 @@ def test_sentence_vectors_without_encoder_fails(gold_docs):
             sentence_vectors(nlp, gold_docs, progress=False)
 
 
+@Language.component("test_eval_context_probe")
+def context_probe(doc):
+    """Vector = [sentences in the doc, sentence length]: shows what a sentence saw."""
+    sents = list(doc.sents)
+    extensions.set_span_values(doc, extensions.VECTOR, sents, [[float(len(sents)), float(len(s))] for s in sents])
+    return doc
+
+
+def test_sentence_docs_one_doc_per_labelled_sentence(gold_docs):
+    from spacy_rhetoric.evaluation import sentence_docs
+
+    singles = sentence_docs(gold_docs)
+    assert [d.text for d in singles] == ["Parsing is hard", "We propose a parser", "It works well",
+                                         "We study tagging", "Taggers are old"]
+    assert [extensions.get_sent_labels(d) for d in singles] == [
+        ["background"], ["objective"], ["result"], ["objective"], ["background"]]
+    nlp = spacy.blank("en")
+    nlp.add_pipe("test_eval_context_probe")
+    whole, _ = sentence_vectors(nlp, gold_docs, progress=False)
+    alone, labels = sentence_vectors(nlp, singles, progress=False)
+    assert whole[:, 0].tolist() == [3, 3, 3, 2, 2]
+    assert alone.tolist() == [[1, 3], [1, 4], [1, 3], [1, 3], [1, 3]]
+    assert labels == ["background", "objective", "result", "objective", "background"]
+
+
 # ------------------------------------------------------------- transformer
 
 
@@ -363,6 +388,17 @@ def test_evaluate_command(tmp_path, gold_docs):
     assert (tmp_path / "tsne.png").exists()
     assert (tmp_path / "tsne.raw-sentence-transformers_all-MiniLM-L6-v2.png").exists()
     assert "MAP@R" in result.output
+    assert report["unit"] == "doc"
+    result = CliRunner().invoke(app, [
+        "evaluate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"), "--unit", "sentence",
+        "--output", str(tmp_path / "report_s.json"),
+    ])
+    assert result.exit_code == 0, result.output
+    report = srsly.read_json(tmp_path / "report_s.json")
+    assert report["unit"] == "sentence" and report["models"][str(tmp_path / "model")]["n_sentences"] == 15
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"),
+                                      "--unit", "page"])
+    assert result.exit_code == 1
 
 
 def test_parser_keeps_gold_boundaries():

@@ -163,6 +163,8 @@ def evaluate_cli(
     limit: int = typer.Option(0, "--limit", help="Use only the first N docs of each file (0 = all)"),
     seed: int = typer.Option(0, "--seed", help="Seed of k-means, classifiers, samples"),
     batch_size: int = typer.Option(64, "--batch-size", help="Batch size of the raw transformer"),
+    unit: str = typer.Option("doc", "--unit", help="'doc': run the pipeline on whole documents (sentences "
+                             "see their neighbours); 'sentence': each labelled sentence on its own"),
 ) -> None:
     """Retrieval (P@1, MAP@R), downstream classifiers (F1-micro, trained on
     --train), k-means clustering (ARI/AMI/Silhouette), the function
@@ -174,6 +176,13 @@ def evaluate_cli(
     vocab = Vocab()
     dev_docs = read_docbin(dev_path, vocab, limit)
     train_docs = read_docbin(train, vocab, limit) if train is not None else None
+    if unit not in ("doc", "sentence"):
+        msg.fail(f"--unit must be 'doc' or 'sentence', got {unit!r}", exits=1)
+    if unit == "sentence":
+        from .. import evaluation
+
+        dev_docs = evaluation.sentence_docs(dev_docs)
+        train_docs = evaluation.sentence_docs(train_docs) if train_docs is not None else None
     msg.info(f"{len(dev_docs)} dev docs" + (f", {len(train_docs)} train docs" if train_docs else ""))
     models: Dict[str, Dict[str, Any]] = {}
     for i, spec in enumerate(specs):
@@ -181,7 +190,7 @@ def evaluate_cli(
             continue
         models[spec] = evaluate_model(spec, dev_docs, train_docs, seed=seed,
                                       tsne=_tsne_path(tsne, i, spec), batch_size=batch_size)
-    report = {"dev": str(dev_path), "train": str(train) if train else None, "limit": limit,
+    report = {"dev": str(dev_path), "train": str(train) if train else None, "limit": limit, "unit": unit,
               "seed": seed, "models": models}
     header, rows = report_table(models)
     msg.table(rows, header=header, divider=True)
