@@ -99,11 +99,9 @@ def pmc_split(path: Path, build, *, seed: int = 0, train_share: float = 0.8, lim
         articles.setdefault(pmc, ([], []))
         articles[pmc][0].append(sent)
         articles[pmc][1].append(label)
-    ids = sorted(articles)
-    perm = numpy.random.default_rng(seed).permutation(len(ids))
-    n_train = int(round(train_share * len(ids)))
-    train_ids = [ids[i] for i in perm[:n_train]]
-    test_ids = [ids[i] for i in perm[n_train:]]
+    from spacy_rhetoric.cli.split import split_doc_ids  # the split of `spacy-rhetoric split`
+
+    train_ids, test_ids = split_doc_ids(list(articles), share=train_share, seed=seed)
     if limit:
         train_ids, test_ids = train_ids[:limit], test_ids[:limit]
     assert not set(train_ids) & set(test_ids)
