@@ -501,30 +501,33 @@ def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -
     }
 
 
-def evaluate_classifier(nlp, docs: Iterable, *, progress: bool = True) -> Dict[str, object]:
-    """Score the pipeline's sentence labels (``sent._.rhetoric_label``) against
-    the gold labels of ``docs``, gold sentence boundaries kept."""
+def evaluate_classifier(nlp, docs: Iterable, *, progress: bool = True,
+                        label_field: str = LABEL) -> Dict[str, object]:
+    """Score the pipeline's sentence labels (``label_field``: "label" =
+    ``sent._.rhetoric_label``, "fine_label" = ``sent._.rhetoric_fine_label``)
+    against the gold labels of ``docs``, gold sentence boundaries kept."""
     gold, pred = [], []
     for doc, spans in annotate_gold_docs(nlp, docs, progress=progress):
         for start, end, label in spans:
             gold.append(label)
-            pred.append(get_span_value(doc[start:end], LABEL))
+            pred.append(get_span_value(doc[start:end], label_field))
     if not gold:
         raise ValueError("no labelled gold sentences in the evaluation docs")
     return classifier_scores(gold, pred)
 
 
-def annotated_outputs(nlp, docs: Iterable, *, progress: bool = True) -> Dict[str, object]:
-    """One pipeline run collecting both vectors and predicted labels:
-    ``{"labels", "vectors" (array or None), "predicted" (list or None),
-    "n_without_vector"}``."""
+def annotated_outputs(nlp, docs: Iterable, *, progress: bool = True,
+                      label_field: str = LABEL) -> Dict[str, object]:
+    """One pipeline run collecting both vectors and predicted labels (of
+    ``label_field``): ``{"labels", "vectors" (array or None), "predicted"
+    (list or None), "n_without_vector"}``."""
     gold, vectors, predicted, missing = [], [], [], 0
     for doc, spans in annotate_gold_docs(nlp, docs, progress=progress):
         for start, end, label in spans:
             span = doc[start:end]
             gold.append(label)
             vectors.append(get_span_value(span, VECTOR))
-            predicted.append(get_span_value(span, LABEL))
+            predicted.append(get_span_value(span, label_field))
     missing = sum(v is None for v in vectors)
     return {
         "labels": gold,

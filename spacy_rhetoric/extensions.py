@@ -19,8 +19,10 @@ from spacy.tokens import Doc, Span
 STORE_KEY = "spacy_rhetoric"
 
 # Field names inside the store.
-LABEL = "label"
+LABEL = "label"  # coarse function (CSAbstruct-style), and the gold label of every reader
 SCORES = "scores"
+FINE_LABEL = "fine_label"  # fine communicative function (a second classifier's output)
+FINE_SCORES = "fine_scores"
 VECTOR = "vector"
 SECTION = "section"
 PHRASE_LABEL = "phrase_label"
@@ -29,9 +31,13 @@ SID = "sid"  # source sentence id (e.g. CL-SciSumm ``sid``), str
 CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
 DOC_ID = "doc_id"  # doc-level source id (paper id, abstract index), str
 
+SCORE_FIELDS = (SCORES, FINE_SCORES)
+
 SPAN_EXTENSIONS = {
     "rhetoric_label": LABEL,
     "rhetoric_scores": SCORES,
+    "rhetoric_fine_label": FINE_LABEL,
+    "rhetoric_fine_scores": FINE_SCORES,
     "rhetoric_vector": VECTOR,
     "rhetoric_section": SECTION,
     "phrase_label": PHRASE_LABEL,
@@ -61,9 +67,9 @@ def encode_value(field: str, value: Any) -> Any:
             return [int(value.start), int(value.end)]
         start, end = value
         return [int(start), int(end)]
-    if field == SCORES:
+    if field in SCORE_FIELDS:
         return {str(k): float(v) for k, v in dict(value).items()}
-    if field in (LABEL, SECTION, PHRASE_LABEL, SID):
+    if field in (LABEL, FINE_LABEL, SECTION, PHRASE_LABEL, SID):
         if not isinstance(value, str):
             raise TypeError(f"{field!r} values must be str or None, got {type(value).__name__}")
         return value
@@ -80,7 +86,7 @@ def get_span_value(span: Span, field: str) -> Any:
     if field == PHRASE_MATCH:
         start, end = stored
         return span.doc[start:end]
-    if field == SCORES:
+    if field in SCORE_FIELDS:
         return dict(stored)
     return stored
 

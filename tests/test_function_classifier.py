@@ -317,3 +317,58 @@ def test_scorer_segmentation_mismatch_and_missing_predictions():
     assert scores["rhetoric_f_per_type"]["y"]["r"] == 0.0
     # nothing labelled: None scores
     assert score_function_classifier([])["rhetoric_f_micro"] is None
+
+
+# Fine communicative functions beside the coarse labels, both gold fields on one reference doc.
+FINE = ["Showing the importance of the topic", "Restatement of the aim or method", "Description of the results"]
+
+
+def test_coarse_and_fine_classifiers_in_one_pipeline():
+    from spacy_rhetoric.extensions import FINE_LABEL, FINE_SCORES
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("rhetoric_function_classifier", config={"model": ISOLATED})
+    fine = nlp.add_pipe("rhetoric_function_classifier", name="rhetoric_fine_classifier", config={
+        "model": ISOLATED, "label_field": FINE_LABEL, "scores_field": FINE_SCORES, "gold_field": FINE_LABEL,
+    })
+    examples = make_examples(nlp, TRAIN_DATA)
+    for eg, (_, coarse) in zip(examples, TRAIN_DATA):
+        set_sent_labels(eg.reference, [FINE[["background", "method", "result"].index(c)] for c in coarse],
+                        field=FINE_LABEL)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.01)
+    assert fine.labels == tuple(sorted(FINE))
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer, losses={})
+    texts = [" ".join(sents) for sents, _ in TRAIN_DATA]
+    docs = list(nlp.pipe(texts))
+    for doc, (_, coarse) in zip(docs, TRAIN_DATA):
+        sents = list(doc.sents)
+        assert [s._.rhetoric_label for s in sents] == coarse
+        assert [s._.rhetoric_fine_label for s in sents] == [FINE[["background", "method", "result"].index(c)]
+                                                            for c in coarse]
+        assert all(set(s._.rhetoric_fine_scores) == set(FINE) for s in sents)
+        assert all(set(s._.rhetoric_scores) == {"background", "method", "result"} for s in sents)
+    scores = nlp.evaluate([Example(nlp.make_doc(eg.reference.text), eg.reference) for eg in examples])
+    assert scores["rhetoric_f_micro"] == 1.0 and scores["rhetoric_fine_label_f_micro"] == 1.0
+    # both fields survive DocBin and to_disk/spacy.load
+    docs2 = list(DocBin(store_user_data=True, docs=docs).get_docs(nlp.vocab))
+    assert [[s._.rhetoric_fine_label for s in d.sents] for d in docs2] == \
+        [[s._.rhetoric_fine_label for s in d.sents] for d in docs]
+    with make_tempdir() as tmp:
+        nlp.to_disk(tmp)
+        nlp2 = spacy.load(tmp)
+        assert nlp2.get_pipe("rhetoric_fine_classifier").label_field == FINE_LABEL
+        for doc, doc2 in zip(docs, nlp2.pipe(texts)):
+            assert [(s._.rhetoric_label, s._.rhetoric_fine_label) for s in doc.sents] == \
+                [(s._.rhetoric_label, s._.rhetoric_fine_label) for s in doc2.sents]
+
+
+def test_bad_field_settings():
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="must differ"):
+        nlp.add_pipe("rhetoric_function_classifier", config={"label_field": "x", "scores_field": "x"})
+    with pytest.raises(ValueError, match="non-empty"):
+        nlp.add_pipe("rhetoric_function_classifier", name="c2", config={"gold_field": ""})

@@ -52,7 +52,7 @@ def gold_texts_and_labels(docs) -> Tuple[List[str], List[str]]:
     return texts, labels
 
 
-def model_outputs(spec: str, docs, *, batch_size: int = 64) -> Dict[str, Any]:
+def model_outputs(spec: str, docs, *, batch_size: int = 64, label_field: str = "label") -> Dict[str, Any]:
     """``{"labels", "vectors" (array or None), "predicted" (list or None), ...}``
     for one model spec over gold docs."""
     import numpy
@@ -65,7 +65,7 @@ def model_outputs(spec: str, docs, *, batch_size: int = 64) -> Dict[str, Any]:
         vectors = evaluation.raw_transformer_vectors(texts, spec[len(RAW_PREFIX):], batch_size=batch_size)
         out = {"labels": labels, "vectors": vectors, "predicted": None, "n_without_vector": 0}
     else:
-        out = evaluation.annotated_outputs(_load_pipeline(spec), docs)
+        out = evaluation.annotated_outputs(_load_pipeline(spec), docs, label_field=label_field)
         kept = [i for i, v in enumerate(out["vectors"]) if v is not None]
         if 0 < out["n_without_vector"] < len(out["labels"]):
             msg.warn(f"{spec}: {out['n_without_vector']} of {len(out['labels'])} gold sentences got "
@@ -91,11 +91,12 @@ def _load_pipeline(spec: str):
 
 
 def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
-                   tsne: Optional[Path] = None, batch_size: int = 64) -> Dict[str, Any]:
+                   tsne: Optional[Path] = None, batch_size: int = 64,
+                   label_field: str = "label") -> Dict[str, Any]:
     from .. import evaluation
 
     msg.info(f"Evaluating {spec}")
-    dev = model_outputs(spec, dev_docs, batch_size=batch_size)
+    dev = model_outputs(spec, dev_docs, batch_size=batch_size, label_field=label_field)
     result: Dict[str, Any] = {"n_sentences": len(dev["labels"]), "seconds_encode_dev": round(dev["seconds"], 1)}
     if dev["predicted"] is not None:
         result["classifier"] = evaluation.classifier_scores(dev["labels"], dev["predicted"])
@@ -106,7 +107,7 @@ def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
     result["retrieval"] = evaluation.retrieval_scores(X, y)
     result["clustering"] = evaluation.clustering_scores(X, y, seed=seed)
     if train_docs is not None:
-        train = model_outputs(spec, train_docs, batch_size=batch_size)
+        train = model_outputs(spec, train_docs, batch_size=batch_size, label_field=label_field)
         if train["vectors"] is not None:
             result["n_train_sentences"] = len(train["embedding_labels"])
             result["downstream"] = evaluation.downstream_scores(
@@ -165,6 +166,8 @@ def evaluate_cli(
     batch_size: int = typer.Option(64, "--batch-size", help="Batch size of the raw transformer"),
     unit: str = typer.Option("doc", "--unit", help="'doc': run the pipeline on whole documents (sentences "
                              "see their neighbours); 'sentence': each labelled sentence on its own"),
+    label_field: str = typer.Option("label", "--label-field", help="Predicted field scored against the gold "
+                                    "labels: 'label' (coarse classifier) or 'fine_label' (fine classifier)"),
 ) -> None:
     """Retrieval (P@1, MAP@R), downstream classifiers (F1-micro, trained on
     --train), k-means clustering (ARI/AMI/Silhouette), the function
@@ -189,8 +192,10 @@ def evaluate_cli(
         if spec in models:
             continue
         models[spec] = evaluate_model(spec, dev_docs, train_docs, seed=seed,
-                                      tsne=_tsne_path(tsne, i, spec), batch_size=batch_size)
+                                      tsne=_tsne_path(tsne, i, spec), batch_size=batch_size,
+                                      label_field=label_field)
     report = {"dev": str(dev_path), "train": str(train) if train else None, "limit": limit, "unit": unit,
+              "label_field": label_field,
               "seed": seed, "models": models}
     header, rows = report_table(models)
     msg.table(rows, header=header, divider=True)

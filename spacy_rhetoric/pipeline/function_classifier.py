@@ -1,11 +1,17 @@
 """rhetoric_function_classifier: one rhetorical-function label per sentence.
 
 A softmax over a label set learned in ``initialize``. Predictions go to the
-doc-level store (``sent._.rhetoric_label`` and ``sent._.rhetoric_scores``,
-see ``spacy_rhetoric.extensions``). At prediction time the sentences are the
-predicted doc's ``doc.sents``; in ``update`` they are the gold sentences of
-the reference doc, so training does not depend on a sentencizer. Gold
-sentences without a label are left out of the loss.
+doc-level store (see ``spacy_rhetoric.extensions``): by default the coarse
+fields, ``sent._.rhetoric_label`` and ``sent._.rhetoric_scores``; a second
+instance trained on fine communicative functions (e.g. the distant labels of
+``spacy-rhetoric label``) writes ``label_field = "fine_label"`` and
+``scores_field = "fine_scores"`` (``sent._.rhetoric_fine_label``,
+``sent._.rhetoric_fine_scores``), so both can run in one pipeline. Gold
+labels are read from ``gold_field`` of the reference docs (``"label"``, where
+every reader puts them). At prediction time the sentences are the predicted
+doc's ``doc.sents``; in ``update`` they are the gold sentences of the
+reference doc, so training does not depend on a sentencizer. Gold sentences
+without a label are left out of the loss.
 """
 from itertools import islice
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -50,8 +56,18 @@ DEFAULT_CLASSIFIER_MODEL = Config().from_str(DEFAULT_CLASSIFIER_MODEL_CONFIG)["m
 SCORE_PREFIX = "rhetoric"
 
 
-def score_function_classifier(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
-    """Sentence-level scores of predicted ``label`` values against gold ones.
+def score_prefix(label_field: str = LABEL) -> str:
+    """Prefix of the score keys: ``rhetoric`` for the coarse ``label`` field,
+    ``rhetoric_<field>`` otherwise (``rhetoric_fine_label_f_micro``), so two
+    classifiers in one pipeline report apart."""
+    return SCORE_PREFIX if label_field == LABEL else f"{SCORE_PREFIX}_{label_field}"
+
+
+def score_function_classifier(
+    examples: Iterable[Example], *, label_field: str = LABEL, gold_field: str = LABEL, **kwargs
+) -> Dict[str, Any]:
+    """Sentence-level scores of predicted ``label_field`` values against the
+    gold ``gold_field`` values of the reference docs.
 
     Each labelled gold sentence is one item. Its prediction is the label of
     the predicted sentence that contains the gold sentence's first token
@@ -59,19 +75,20 @@ def score_function_classifier(examples: Iterable[Example], **kwargs) -> Dict[str
     sentence with no prediction counts as a miss. Micro and macro P/R/F over
     the labels seen in gold or predictions, via sklearn; per-label P/R/F under
     ``rhetoric_f_per_type``. Keys: rhetoric_f_micro, rhetoric_f_macro,
-    rhetoric_p_macro, rhetoric_r_macro, rhetoric_f_per_type.
+    rhetoric_p_macro, rhetoric_r_macro, rhetoric_f_per_type (prefix from
+    ``score_prefix(label_field)``).
     """
     from sklearn.metrics import precision_recall_fscore_support
 
     golds: List[str] = []
     preds: List[Optional[str]] = []
     for eg in examples:
-        gold_spans = labelled_spans(eg.reference, field=LABEL)
+        gold_spans = labelled_spans(eg.reference, field=gold_field)
         if not gold_spans:
             continue
         pred = eg.predicted
         token_label: List[Optional[str]] = [None] * len(pred)
-        for start, end, label in labelled_spans(pred, field=LABEL):
+        for start, end, label in labelled_spans(pred, field=label_field):
             token_label[start:end] = [label] * (end - start)
         same = pred.text == eg.reference.text and len(pred) == len(eg.reference)
         for start, end, label in gold_spans:
@@ -84,7 +101,7 @@ def score_function_classifier(examples: Iterable[Example], **kwargs) -> Dict[str
                 first = aligned[0].start if aligned else None
             golds.append(label)
             preds.append(token_label[first] if first is not None and first < len(pred) else None)
-    prefix = SCORE_PREFIX
+    prefix = score_prefix(label_field)
     keys = ("f_micro", "f_macro", "p_macro", "r_macro")
     if not golds:
         out: Dict[str, Any] = {f"{prefix}_{k}": None for k in keys}
@@ -125,6 +142,9 @@ def make_function_classifier_scorer() -> Callable:
     assigns=[],
     default_config={
         "model": DEFAULT_CLASSIFIER_MODEL,
+        "label_field": LABEL,
+        "scores_field": SCORES,
+        "gold_field": LABEL,
         "scorer": {"@scorers": "spacy_rhetoric.function_classifier_scorer.v1"},
     },
     default_score_weights={
@@ -136,17 +156,32 @@ def make_function_classifier_scorer() -> Callable:
     },
 )
 def make_function_classifier(
-    nlp: Language, name: str, model: Model, scorer: Optional[Callable]
+    nlp: Language,
+    name: str,
+    model: Model,
+    label_field: str,
+    scores_field: str,
+    gold_field: str,
+    scorer: Optional[Callable],
 ) -> "FunctionClassifier":
     """Create a rhetoric_function_classifier (one label per sentence).
 
     model (Model[Tuple[List[Doc], Ragged], Floats2d]): a sentence classifier,
         e.g. spacy_rhetoric.ContextSentenceClassifier.v1 (default) or
         spacy_rhetoric.SentenceClassifier.v1.
+    label_field (str): store field of the predicted label: "label" (coarse,
+        sent._.rhetoric_label) or "fine_label" (sent._.rhetoric_fine_label).
+    scores_field (str): store field of the label probabilities: "scores" or
+        "fine_scores".
+    gold_field (str): field of the reference docs holding the gold labels.
     scorer (Optional[Callable]): defaults to
-        spacy_rhetoric.function_classifier_scorer.v1.
+        spacy_rhetoric.function_classifier_scorer.v1 (keys prefixed
+        "rhetoric_" for label_field "label", "rhetoric_<label_field>_" else).
     """
-    return FunctionClassifier(nlp.vocab, model, name, scorer=scorer)
+    return FunctionClassifier(
+        nlp.vocab, model, name, label_field=label_field, scores_field=scores_field,
+        gold_field=gold_field, scorer=scorer,
+    )
 
 
 class FunctionClassifier(TrainablePipe):
@@ -159,13 +194,36 @@ class FunctionClassifier(TrainablePipe):
         model: Model,
         name: str = "rhetoric_function_classifier",
         *,
+        label_field: str = LABEL,
+        scores_field: str = SCORES,
+        gold_field: str = LABEL,
         scorer: Optional[Callable] = score_function_classifier,
     ) -> None:
+        for arg, value in (("label_field", label_field), ("scores_field", scores_field), ("gold_field", gold_field)):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"[{name}] {arg} must be a non-empty string, got {value!r}")
+        if label_field == scores_field:
+            raise ValueError(f"[{name}] label_field and scores_field must differ, both are {label_field!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.cfg: Dict[str, Any] = {"labels": []}
+        # label_field and gold_field go to the scorer too (Pipe.score passes cfg)
+        self.cfg: Dict[str, Any] = {
+            "labels": [], "label_field": label_field, "scores_field": scores_field, "gold_field": gold_field,
+        }
         self.scorer = scorer
+
+    @property
+    def label_field(self) -> str:
+        return self.cfg.get("label_field", LABEL)
+
+    @property
+    def scores_field(self) -> str:
+        return self.cfg.get("scores_field", SCORES)
+
+    @property
+    def gold_field(self) -> str:
+        return self.cfg.get("gold_field", LABEL)
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -210,8 +268,9 @@ class FunctionClassifier(TrainablePipe):
         return self.model.ops.asarray(scores)
 
     def set_annotations(self, docs: Iterable[Doc], scores: Floats2d) -> None:
-        """Write ``label`` (argmax) and ``scores`` (label -> probability) for
-        every sentence, one set_span_values call per doc and field."""
+        """Write the argmax label to ``label_field`` and the label -> probability
+        mapping to ``scores_field`` for every sentence, one set_span_values
+        call per doc and field."""
         scores = self.model.ops.to_numpy(scores)
         labels = self.labels
         row = 0
@@ -220,10 +279,10 @@ class FunctionClassifier(TrainablePipe):
             doc_scores = scores[row : row + len(sents)]
             row += len(sents)
             best = doc_scores.argmax(axis=1) if len(sents) else []
-            set_span_values(doc, LABEL, sents, [labels[int(i)] for i in best])
+            set_span_values(doc, self.label_field, sents, [labels[int(i)] for i in best])
             set_span_values(
                 doc,
-                SCORES,
+                self.scores_field,
                 sents,
                 [{label: float(p) for label, p in zip(labels, r)} for r in doc_scores],
             )
@@ -236,7 +295,7 @@ class FunctionClassifier(TrainablePipe):
         label_to_i = {label: i for i, label in enumerate(self.labels)}
         offsets, truths = [], []
         for eg in examples:
-            offs, labels = example_sentences(eg, LABEL)
+            offs, labels = example_sentences(eg, self.gold_field)
             offsets.append(offs)
             truths.extend(label_to_i.get(label, -1) if label is not None else -1 for label in labels)
         return offsets, truths
@@ -314,13 +373,14 @@ class FunctionClassifier(TrainablePipe):
         else:
             found = set()
             for eg in get_examples():
-                found.update(label for _, _, label in labelled_spans(eg.reference, field=LABEL))
+                found.update(label for _, _, label in labelled_spans(eg.reference, field=self.gold_field))
             for label in sorted(found):
                 self.add_label(label)
         if len(self.labels) < 2:
             raise ValueError(
                 f"[{self.name}] needs at least 2 labels, found {list(self.labels)}: do the "
-                f"reference docs carry sentence labels (spacy_rhetoric.set_sent_labels)?"
+                f"reference docs carry sentence labels in field {self.gold_field!r} "
+                f"(spacy_rhetoric.set_sent_labels)?"
             )
         self.model.get_ref("output_layer").set_dim("nO", len(self.labels))
         sample = list(islice(get_examples(), 10))
