@@ -3,13 +3,18 @@
     python scripts/assemble_pipeline.py OUTPUT_DIR --parser en_core_web_sm \
         --phrases assets/data/iwatsuki2021-fe-database-cl \
         --classifier training/small/classifier/model-best \
-        --encoder training/small/encoder/model-best --name rhetoric_pipeline --version 0.0.1
+        --encoder training/small/encoder/model-best \
+        --fine-classifier training/small/fine_classifier/model-best --name rhetoric_pipeline --version 0.0.1
 
 Result: the English parser pipeline (tagger, lemmatizer, parser, ... for
 sentence boundaries, lemmas and the dependency roots the labeler needs)
 + ``rhetoric_phrase_labeler`` (initialised with the phrase list)
 + ``rhetoric_function_classifier`` (sourced from the classifier pipeline)
-+ ``rhetoric_sentence_encoder`` (sourced from the encoder pipeline).
++ ``rhetoric_sentence_encoder`` (sourced from the encoder pipeline)
++ optionally a fine-function classifier (``rhetoric_fine_classifier`` of
+  configs/fine_classifier_cpu.cfg, writing ``sent._.rhetoric_fine_label``).
+Two classifiers must write different fields (``label_field``); that is
+checked before anything is written.
 
 A sourced component that listens to a shared ``tok2vec``/``transformer`` of
 its training pipeline gets its own copy of that layer first
@@ -70,6 +75,7 @@ def assemble(
     encoder: Optional[Path],
     exclude: List[str],
     n: int = 5,
+    fine_classifier: Optional[Path] = None,
 ):
     import spacy
 
@@ -82,7 +88,9 @@ def assemble(
         labeler = nlp.add_pipe("rhetoric_phrase_labeler", config={"n": n})
         labeler.initialize(phrases=str(phrases), nlp=nlp)
         report["rhetoric_phrase_labeler"] = f"{len(labeler.labels)} labels from {phrases}"
-    for path, factory in ((classifier, "rhetoric_function_classifier"), (encoder, "rhetoric_sentence_encoder")):
+    parts = ((classifier, "rhetoric_function_classifier"), (fine_classifier, "rhetoric_function_classifier"),
+             (encoder, "rhetoric_sentence_encoder"))
+    for path, factory in parts:
         if path is None:
             continue
         source = spacy.load(path)
@@ -91,6 +99,14 @@ def assemble(
         new_name = name if name not in nlp.pipe_names else f"rhetoric_{name}"
         nlp.add_pipe(name, name=new_name, source=source)
         report[new_name] = f"from {path}" + (f" (own copy of {', '.join(detached)})" if detached else "")
+    fields = {}
+    for name in nlp.pipe_names:
+        if nlp.get_pipe_meta(name).factory == "rhetoric_function_classifier":
+            field = nlp.get_pipe(name).label_field
+            if field in fields:
+                raise ValueError(f"{fields[field]} and {name} both write the sentence field {field!r}: train the "
+                                 f"fine classifier with label_field = \"fine_label\" (configs/fine_classifier_cpu.cfg)")
+            fields[field] = name
     return nlp, report
 
 
@@ -102,6 +118,8 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=5, help="n-gram length of the labeler")
     parser.add_argument("--classifier", type=Path, default=None, help="Trained pipeline with rhetoric_function_classifier")
     parser.add_argument("--encoder", type=Path, default=None, help="Trained pipeline with rhetoric_sentence_encoder")
+    parser.add_argument("--fine-classifier", type=Path, default=None,
+                        help="Trained pipeline with a fine-function classifier (label_field fine_label)")
     parser.add_argument("--exclude", default="ner", help="Comma-separated parser components to leave out")
     parser.add_argument("--name", default="rhetoric_pipeline", help="meta.json name (spacy package adds the lang_ prefix)")
     parser.add_argument("--version", default="0.0.1")
@@ -109,12 +127,15 @@ def main(argv=None) -> int:
 
     exclude = [e for e in args.exclude.split(",") if e]
     nlp, report = assemble(parser=args.parser, phrases=args.phrases, classifier=args.classifier,
-                           encoder=args.encoder, exclude=exclude, n=args.n)
+                           encoder=args.encoder, exclude=exclude, n=args.n,
+                           fine_classifier=args.fine_classifier)
     nlp.meta["name"] = args.name
     nlp.meta["version"] = args.version
     nlp.meta["description"] = (
         "spacy_rhetoric: sentence boundaries and parse (" + args.parser + "), rhetorical phrase labels, "
-        "coarse rhetorical function classifier and functional sentence embeddings"
+        "coarse rhetorical function classifier"
+        + (", fine communicative-function classifier" if args.fine_classifier else "")
+        + " and functional sentence embeddings"
     )
     # Smoke test before writing: every component runs on a two-sentence text.
     doc = nlp("Parsing is an important task. We propose a new method for parsing.")
