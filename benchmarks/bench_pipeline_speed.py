@@ -89,14 +89,14 @@ def load_abstracts(path: Path) -> List[List[str]]:
         return [json.loads(line)["sentences"] for line in f if line.strip()]
 
 
-def build_pipeline(model: Optional[Path], init_docs: int):
+def build_pipeline(model: Optional[Path], init_docs: int, config_path: Path = CONFIG):
     if model is not None:
         trf_nlp = spacy.load(model)
         missing = [c for c in TRF_COMPONENTS if c not in trf_nlp.pipe_names]
         if missing:
             raise ValueError(f"{model}: pipeline lacks components {missing}")
     else:
-        config = spacy.util.load_config(CONFIG, interpolate=True)
+        config = spacy.util.load_config(config_path, interpolate=True)
         trf_nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
         examples = list(Corpus(str(INIT_CORPUS), limit=init_docs)(trf_nlp))
         trf_nlp.initialize(lambda: examples)
@@ -212,6 +212,7 @@ def main(
     sizes: str = typer.Option("100000,250000,500000,1000000", help="memory doc sizes, chars"),
     child_timeout: int = typer.Option(900, help="seconds per memory child"),
     model: Optional[Path] = typer.Option(None, help="trained rhetoric_trf pipeline to source"),
+    config: Path = typer.Option(CONFIG, help="config to build the pipeline from (without --model)"),
     max_windows_per_pass: Optional[int] = typer.Option(
         None, help="override the transformer's max_windows_per_pass (0 = all windows of a doc at once)"),
     skip_speed: bool = typer.Option(False, "--skip-speed", help="memory rows only"),
@@ -235,7 +236,7 @@ def main(
         "torch_threads": n_threads,
     }
     msg.info(f"torch threads {n_threads}, load average {os.getloadavg()}")
-    nlp, parser_nlp = build_pipeline(model, init_docs)
+    nlp, parser_nlp = build_pipeline(model, init_docs, config)
     report["pipeline"] = nlp.pipe_names
     trf_model = nlp.get_pipe("transformer").model
     if max_windows_per_pass is not None:
@@ -246,7 +247,7 @@ def main(
     report["memory_clean_trf_data"] = clean_trf_data
     report["memory_long_text_pieces"] = long_text_pieces
     msg.info(f"transformer max_windows_per_pass = {report['max_windows_per_pass']}")
-    report["pipeline_source"] = str(model) if model else f"{CONFIG.name} initialized on {init_docs} CSAbstruct train abstracts (untrained weights on top of MiniLM)"
+    report["pipeline_source"] = str(model) if model else f"{config.name} initialized on {init_docs} CSAbstruct train abstracts (untrained weights on top of MiniLM)"
     msg.good(f"pipeline {nlp.pipe_names}")
 
     if skip_speed:
