@@ -34,8 +34,7 @@ def main() -> None:
     import torch
     from spacy.tokens import DocBin
 
-    from spacy_rhetoric.evaluation import retrieval_scores, sentence_vectors
-    from spacy_rhetoric.readers.corpora import sentence_examples
+    from spacy_rhetoric.evaluation import retrieval_scores, sentence_docs, sentence_vectors
 
     torch.set_num_threads(args.threads)
     nlp = spacy.load(args.model)
@@ -50,7 +49,7 @@ def main() -> None:
     }
     for unit in units:
         if unit == "sentence":
-            eval_docs = [eg.reference for doc in docs for eg in sentence_examples(nlp, doc)]
+            eval_docs = sentence_docs(docs)
         else:
             eval_docs = docs
         start = time.time()

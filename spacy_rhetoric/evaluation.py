@@ -402,24 +402,13 @@ def _fresh_doc(vocab, gold_doc, spans: List[Tuple[int, int, str]]):
 
 def sentence_docs(docs: Iterable, *, field: str = LABEL) -> List:
     """One Doc per labelled gold sentence of ``docs`` (same vocab, the label
-    kept as that Doc's only sentence label): the evaluation unit of an
+    kept as that Doc's only sentence label; ``readers.corpora.sentence_docs``,
+    the unit of ``spacy_rhetoric.SentenceCorpus.v1``): the evaluation unit of an
     isolated-sentence encoder, and of corpora whose sentence order carries no
     context (PMC-Sents-FULL's released file is in random order)."""
-    from spacy.tokens import Doc
+    from .readers.corpora import sentence_docs as single_sentence_docs
 
-    from .extensions import set_sent_labels
-
-    out = []
-    for doc in docs:
-        for start, end, label in labelled_spans(doc, field=field):
-            span = doc[start:end]
-            words = [t.text for t in span]
-            spaces = [bool(t.whitespace_) for t in span]
-            spaces[-1] = False
-            single = Doc(doc.vocab, words=words, spaces=spaces, sent_starts=[True] + [False] * (len(words) - 1))
-            set_sent_labels(single, [label], field=field)
-            out.append(single)
-    return out
+    return [ref for doc in docs for ref, _ in single_sentence_docs(doc, field)]
 
 
 def annotate_gold_docs(nlp, docs: Iterable, *, batch_size: int = 32, progress: bool = True):
