@@ -1,64 +1,11 @@
-"""``spacy-rhetoric split``: a document-disjoint train/test split of a DocBin.
-
-For corpora released as a single file (PMC-Sents-FULL has only its dev file
-public): the distinct doc ids (``doc._.rhetoric_doc_id``, set by the readers;
-docs with the same id stay together) are sorted, shuffled with
-``numpy.random.default_rng(seed)``, and the first ``round(share * n)`` ids go
-to TRAIN, the rest to TEST. No id is on both sides. This is the split
-``benchmarks/bench_embeddings.py`` uses for PMC-Sents-FULL, so models trained
-on TRAIN are scored on the same test articles as the baseline rows there.
-A doc without an id is an error (the split could not keep it disjoint).
-"""
+"""``spacy-rhetoric split``: a document-disjoint train/test split of a DocBin
+(``spacy_rhetoric.splits``, whose docstring describes the split)."""
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 import typer
 from wasabi import msg
 
 from . import app
-
-
-def split_doc_ids(ids: List[str], *, share: float = 0.8, seed: int = 0) -> Tuple[List[str], List[str]]:
-    """(train ids, test ids) of the sorted distinct ``ids`` (see module doc)."""
-    import numpy
-
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"share must be between 0 and 1, got {share}")
-    distinct = sorted(set(ids))
-    perm = numpy.random.default_rng(seed).permutation(len(distinct))
-    n_train = int(round(share * len(distinct)))
-    return [distinct[i] for i in perm[:n_train]], [distinct[i] for i in perm[n_train:]]
-
-
-def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: float = 0.8,
-                 seed: int = 0) -> Dict[str, int]:
-    import spacy
-    from spacy.tokens import DocBin
-
-    from ..extensions import DOC_ID, get_doc_value
-
-    nlp = spacy.blank("en")
-    docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))
-    ids = []
-    for i, doc in enumerate(docs):
-        doc_id = get_doc_value(doc, DOC_ID)
-        if doc_id is None:
-            raise ValueError(f"{input_path}: doc {i} has no doc id (rhetoric_doc_id); cannot split by document")
-        ids.append(str(doc_id))
-    train_ids, test_ids = split_doc_ids(ids, share=share, seed=seed)
-    train_set = set(train_ids)
-    out = {"train": DocBin(store_user_data=True), "test": DocBin(store_user_data=True)}
-    counts = {"train_docs": 0, "test_docs": 0, "train_sentences": 0, "test_sentences": 0,
-              "train_ids": len(train_ids), "test_ids": len(test_ids)}
-    for doc, doc_id in zip(docs, ids):
-        side = "train" if doc_id in train_set else "test"
-        out[side].add(doc)
-        counts[f"{side}_docs"] += 1
-        counts[f"{side}_sentences"] += sum(1 for _ in doc.sents) if len(doc) else 0
-    for side, path in (("train", train_path), ("test", test_path)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        out[side].to_disk(path)
-    return counts
 
 
 @app.command("split")
@@ -71,6 +18,8 @@ def split_cli(
     seed: int = typer.Option(0, "--seed", help="Seed of the id shuffle"),
 ) -> None:
     """Split a .spacy corpus by document id (no document on both sides)."""
+    from ..splits import split_docbin
+
     try:
         counts = split_docbin(input_path, train_path, test_path, share=share, seed=seed)
     except ValueError as err:
