@@ -1,0 +1,48 @@
+"""What every sub-command shares: one failure line and exit 1 for an ordinary
+mistake (``fail``, ``guard``), and option validators for typer callbacks."""
+from contextlib import contextmanager
+from typing import Iterator, Optional, Tuple, Type
+
+import typer
+from wasabi import msg
+
+from ..io import PathError
+
+# Errors that mean "the user gave us something we cannot use": one line, exit 1.
+USER_ERRORS: Tuple[Type[BaseException], ...] = (PathError, ValueError, FileNotFoundError,
+                                                 NotADirectoryError, IsADirectoryError,
+                                                 PermissionError)
+
+
+def fail(text: str, details: Optional[str] = None) -> None:
+    """Print one failure line (and optional details) and exit with code 1."""
+    msg.fail(text, details, exits=1)
+
+
+@contextmanager
+def guard(what: str = "") -> Iterator[None]:
+    """Turn ordinary user errors raised inside the block into ``fail``."""
+    try:
+        yield
+    except USER_ERRORS as err:
+        prefix = f"{what}: " if what else ""
+        fail(f"{prefix}{err}")
+
+
+def positive_int(value: int) -> int:
+    """typer callback: the option must be >= 1."""
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(value: int) -> int:
+    """typer callback: the option must be >= 0."""
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"must be 0 or more, got {value}")
+    return value
+
+
+def nothing_done(reason: str) -> None:
+    """Exit 1 with a line saying why nothing usable was produced."""
+    fail(f"Nothing done: {reason}")

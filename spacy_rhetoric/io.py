@@ -1,0 +1,145 @@
+"""Safe file handling shared by every command and library writer.
+
+One place for the rules the project keeps with user files:
+
+- inputs are checked before any work starts (exists, file or directory as
+  expected), with an error that names the path;
+- outputs are checked before any work starts too: never an input, never two
+  outputs on one path, never an existing directory where a file goes, and a
+  parent directory that can be created and written;
+- every output is written to a temporary file beside it and renamed into place
+  when complete (``atomic_path``), so an interrupted run never leaves a
+  half-written file under the real name and never destroys the previous one.
+
+Errors are ``PathError`` (a ``ValueError``); the CLI turns them into one
+``msg.fail`` line and exit code 1 (``spacy_rhetoric.cli.common``).
+"""
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
+
+PathLike = Union[str, Path]
+
+
+class PathError(ValueError):
+    """An input or output path that cannot be used; the message names it."""
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_input(path: PathLike, *, what: str = "input", file_ok: bool = True,
+                dir_ok: bool = False) -> Path:
+    """Return ``path`` as a Path if it exists and has the expected kind."""
+    p = Path(path)
+    if not p.exists():
+        raise PathError(f"{what} not found: {p}")
+    if p.is_dir() and not dir_ok:
+        raise PathError(f"{what} is a directory, expected a file: {p}")
+    if p.is_file() and not file_ok:
+        raise PathError(f"{what} is a file, expected a directory: {p}")
+    if p.is_file() and not os.access(p, os.R_OK):
+        raise PathError(f"{what} is not readable: {p}")
+    return p
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output(path: PathLike, *, what: str = "output", inputs: Sequence[PathLike] = (),
+                 dir_ok: bool = False) -> Path:
+    """Check that ``path`` can be written without touching any of ``inputs``.
+
+    ``dir_ok``: the output is a directory (it may exist; it must not be a file).
+    """
+    p = Path(path)
+    for inp in inputs:
+        ip = Path(inp)
+        if _same_file(p, ip):
+            raise PathError(f"{what} {p} is the same path as the input {ip}; choose another path")
+    if p.exists():
+        if p.is_dir() and not dir_ok:
+            raise PathError(f"{what} {p} is an existing directory, expected a file path")
+        if p.is_file() and dir_ok:
+            raise PathError(f"{what} {p} is an existing file, expected a directory")
+    anchor = _nearest_existing(p if dir_ok else p.parent)
+    if not anchor.is_dir():
+        raise PathError(f"cannot create {what} {p}: {anchor} is not a directory")
+    if not os.access(anchor, os.W_OK | os.X_OK):
+        raise PathError(f"cannot write {what} {p}: {anchor} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise PathError(f"cannot write {what} {p}: permission denied")
+    return p
+
+
+def check_outputs(outputs: Mapping[str, Optional[PathLike]], *, inputs: Sequence[PathLike] = ()) -> None:
+    """``check_output`` for several named outputs, and no two on one path.
+
+    ``outputs`` maps a name used in messages ("train output") to a path; None
+    values (optional outputs not asked for) are left out.
+    """
+    seen = {}
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        p = check_output(path, what=what, inputs=inputs)
+        for other_what, other in seen.items():
+            if _same_file(p, other):
+                raise PathError(f"{what} and {other_what} are the same path: {p}")
+        seen[what] = p
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".tmp-{path.name}.{os.getpid()}")
+
+
+@contextmanager
+def atomic_path(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` on success.
+
+    On an exception the temporary file is removed and ``path`` is untouched.
+    Parent directories are created.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(p)
+    try:
+        yield tmp
+    except BaseException:
+        if tmp.exists():
+            tmp.unlink()
+        raise
+    os.replace(tmp, p)
+
+
+def atomic_write_text(path: PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf8")
+
+
+def atomic_write_json(path: PathLike, obj: Any, *, indent: int = 2) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically."""
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
+
+
+def atomic_write_lines(path: PathLike, lines: Iterable[Any]) -> None:
+    """Write JSON lines to ``path`` atomically (fsynced before the rename)."""
+    with atomic_path(path) as tmp:
+        with tmp.open("w", encoding="utf8") as fh:
+            for obj in lines:
+                fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
