@@ -11,9 +11,9 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install demo test clean-venv
+.PHONY: install demo test lint clean-venv
 
-$(STAMP): setup.py
+$(STAMP): setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: the pinned CPU build (a plain 'torch' pulls GBs of CUDA).
 	$(PIP) install -q torch==2.13.0
@@ -26,9 +26,15 @@ install: $(STAMP)
 demo: install
 	$(PY) scripts/demo.py
 
+# ruff first (lint + import order, pyproject.toml); pytest exits 5 when it
+# collected no tests, which fails here like any other non-zero code.
 test: install
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q tests; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; fi; exit $$rc
+
+lint: install
+	$(VENV)/bin/ruff check .
 
 clean-venv:
 	rm -rf $(VENV)

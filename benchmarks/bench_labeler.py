@@ -183,7 +183,7 @@ def any_ngram(sent, table, lengths, keys):
 
 
 def coverage(args, nlp, labeler, *, run=True):
-    from spacy_rhetoric.extensions import get_doc_value, DOC_ID
+    from spacy_rhetoric.extensions import DOC_ID, get_doc_value
     from spacy_rhetoric.readers.clscisumm import reference_doc
 
     try:

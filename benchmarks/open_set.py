@@ -34,7 +34,6 @@ A label count at or above the number of distant labels uses every label
 """
 import argparse
 import json
-import math
 import os
 import random
 import shutil
@@ -244,7 +243,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import numpy
     import spacy
     import srsly
     import torch

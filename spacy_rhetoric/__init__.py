@@ -6,10 +6,10 @@ components, architectures, scorers and readers through entry points, so
 """
 from .about import __version__
 from .extensions import (
+    get_sent_labels,
     install_extensions,
     set_sent_labels,
     set_sent_sections,
-    get_sent_labels,
 )
 from .long_docs import process_long_text
 from .util import load_parser, resolve_hf_model, resolve_pipeline_name

@@ -48,7 +48,7 @@ import logging
 import math
 import random
 from itertools import islice
-from typing import Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional
 
 from spacy.tokens import Doc
 from spacy.training import Example

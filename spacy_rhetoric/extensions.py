@@ -11,7 +11,7 @@ keyed by the sentence's token offsets. The extensions below are read-only
 getters over that store, so the values survive ``DocBin(store_user_data=True)``
 and ``Doc.to_bytes``/``nlp.to_disk`` round trips.
 """
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc, Span

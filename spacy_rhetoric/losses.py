@@ -37,7 +37,7 @@ Class weights (softmax, ArcFace) are created in float32 by ``initialize`` and
 cast to the embeddings' dtype in ``forward`` (so ``gradcheck`` in float64
 works and the optimiser still updates the float32 master weights).
 """
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F

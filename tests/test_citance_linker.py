@@ -1,6 +1,5 @@
 """Tests of the CitRet citance linker (spacy_rhetoric.citret + rhetoric_citance_linker)."""
 import json
-from pathlib import Path
 
 import numpy
 import pytest

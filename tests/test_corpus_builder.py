@@ -129,9 +129,9 @@ def test_build_outputs(reference, corpus):
         assert doc._.rhetoric_doc_id == row["paper_id"]
         assert sents[0]._.rhetoric_sid == row["sid"]
     # ... and the encoder's SentenceCorpus reads one labelled Example per line
-    from spacy_rhetoric.readers.corpora import SentenceCorpus
-
     import spacy
+
+    from spacy_rhetoric.readers.corpora import SentenceCorpus
 
     examples = list(SentenceCorpus(out / "train.spacy")(spacy.blank("en")))
     train = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]

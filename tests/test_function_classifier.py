@@ -8,7 +8,6 @@ from spacy.util import fix_random_seed, make_tempdir, registry
 from thinc.api import Adam
 
 from spacy_rhetoric import get_sent_labels, set_sent_labels
-from spacy_rhetoric.extensions import LABEL, SCORES, labelled_spans
 from spacy_rhetoric.pipeline.function_classifier import (
     FunctionClassifier,
     score_function_classifier,

@@ -4,12 +4,12 @@ import numpy
 import pytest
 import spacy
 from spacy.tokens import DocBin
+from spacy.training import Example
 
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.long_docs import join_docs, process_long_text, split_text
 from spacy_rhetoric.readers.common import doc_from_sentences
-from spacy.training import Example
 
 PARAS = [
     "Machine translation is an important problem. We aim to improve rare words.",

@@ -26,7 +26,6 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
 import spacy
 from spacy.training import Example
 

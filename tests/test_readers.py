@@ -19,7 +19,6 @@ from spacy_rhetoric.readers.clscisumm import (
     normalise_facets,
     read_annotations,
     read_citing_sentences,
-    read_reference_docs,
     read_reference_xml,
     reference_doc,
     split_fields,
@@ -396,8 +395,8 @@ def test_convert_docbin_round_trip(shared_data, tmp_path):
 def test_convert_cli_reports_counts(tmp_path):
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import app
     import spacy_rhetoric.cli.convert  # noqa: F401  registers the command
+    from spacy_rhetoric.cli import app
 
     src = write_lines(tmp_path / "t.txt", [
         json.dumps({"text": "A b.", "label": "x"}), "{bad", json.dumps({"text": "C d.", "label": "y"})])

@@ -7,7 +7,6 @@ from spacy.tokens import DocBin
 from spacy.training import Example
 
 import spacy_rhetoric  # noqa: F401  (extensions)
-from spacy_rhetoric import extensions
 from spacy_rhetoric.ml.encoder import build_sentence_encoder
 from spacy_rhetoric.pipeline.sentence_encoder import (
     SentenceEncoder,
@@ -369,7 +368,6 @@ def test_margin_graded_loss_configured_by_label_names():
     import spacy
     from spacy.training import Example
 
-    import spacy_rhetoric
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")

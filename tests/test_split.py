@@ -4,11 +4,11 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.cli import app
-from spacy_rhetoric.splits import split_doc_ids
 import spacy_rhetoric.cli.split  # noqa: F401  registers the command
+from spacy_rhetoric.cli import app
 from spacy_rhetoric.extensions import DOC_ID, get_doc_value
 from spacy_rhetoric.readers.common import doc_from_sentences
+from spacy_rhetoric.splits import split_doc_ids
 
 
 def test_split_doc_ids_is_disjoint_seeded_and_sized():

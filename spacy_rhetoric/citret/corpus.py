@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .evaluation import Task1aScore, merge_annotators
-from .pairs import PaperCitances, PairStats, build_pairs, paper_citances_from_topic
+from .pairs import PairStats, PaperCitances, build_pairs, paper_citances_from_topic
 from .text import preprocess
 
 PathLike = Union[str, Path]

@@ -52,7 +52,6 @@ class SentenceEncoder:
     def forward(self, texts: Sequence[str]):
         """Mean-pooled embeddings ``[N, D]`` (a torch tensor, with gradients
         when the model is in training mode)."""
-        import torch
 
         batch = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"

@@ -13,8 +13,7 @@ Citances that cannot give a positive pair are skipped and counted by reason.
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple
 
 Pair = Tuple[str, str, float]
 

@@ -19,7 +19,7 @@ code sorts ``cosine distance + WMD`` ascending), so the non-contextual
 import logging
 import math
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import Iterable, List, Sequence, Union
 
 import numpy
 

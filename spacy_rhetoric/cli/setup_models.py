@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from wasabi import msg
 
-from . import app
 from ..util import PIPELINE_MIRRORS, _module_exists
+from . import app
 
 
 @app.command("ensure-parser")

@@ -13,13 +13,12 @@ label probabilities, one row per sentence in the order of ``indices``.
   boundaries, and its output is concatenated with position features
   (relative position, is-first, is-last) before the Softmax.
 """
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import (
     Dropout,
-    LayerNorm,
     Maxout,
     Model,
     PyTorchLSTM,

@@ -14,7 +14,7 @@ need a sentence's neighbours can still see the document structure.
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from spacy.ml.extract_spans import extract_spans
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 from thinc.api import (
@@ -28,7 +28,7 @@ from thinc.api import (
     reduce_mean,
     with_getitem,
 )
-from thinc.types import Floats2d, Ints2d, Ragged
+from thinc.types import Floats2d, Ragged
 
 from ..extensions import LABEL, get_span_value
 

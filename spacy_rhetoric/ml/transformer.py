@@ -30,9 +30,8 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
 from spacy_transformers.data_classes import FullTransformerBatch, WordpieceBatch
-from spacy_transformers.layers.transformer_model import TransformerModel
+from spacy_transformers.layers.transformer_model import TransformerModel, huggingface_tokenize
 from spacy_transformers.layers.transformer_model import forward as transformer_forward
-from spacy_transformers.layers.transformer_model import huggingface_tokenize
 from spacy_transformers.truncate import truncate_oversize_splits
 from transformers.file_utils import ModelOutput
 
@@ -45,14 +44,16 @@ class ChunkedTransformerModel(TransformerModel):
     ``max_windows_per_pass`` span windows through the transformer at a time
     (0: all at once, as upstream). Registered as the architecture itself."""
 
+    # The dict defaults mirror spacy-transformers' TransformerModel signature
+    # (never mutated here; config resolution passes fresh dicts).
     def __init__(
         self,
         name: str,
         get_spans: Callable,
-        tokenizer_config: dict = {},
-        transformer_config: dict = {},
+        tokenizer_config: dict = {},  # noqa: B006
+        transformer_config: dict = {},  # noqa: B006
         mixed_precision: bool = False,
-        grad_scaler_config: dict = {},
+        grad_scaler_config: dict = {},  # noqa: B006
         max_windows_per_pass: int = DEFAULT_MAX_WINDOWS,
     ):
         super().__init__(

@@ -41,9 +41,7 @@ link-train``; word vectors come from ``vectors_path`` or
 ``linker.train_vectors(texts)`` / ``spacy-rhetoric link-word2vec``. The pipe
 has no ``update``: ``nlp.update``/``spacy train`` leave it unchanged.
 """
-import json
 import re
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
@@ -58,7 +56,7 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from .. import extensions
-from ..citret.scoring import CitRetScorer, CitRetSettings, PreparedReference
+from ..citret.scoring import CitRetScorer, CitRetSettings
 from ..citret.text import preprocess
 
 REFERENCE_KEY = "citance_reference"

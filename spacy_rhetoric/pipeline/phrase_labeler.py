@@ -41,6 +41,7 @@ Details of this implementation:
 The table serializes with ``to_disk``/``to_bytes`` (``cfg`` + ``ngrams.jsonl``,
 span_ruler style), so ``nlp.to_disk`` -> ``spacy.load`` labels identically.
 """
+import weakref
 from collections import Counter, defaultdict
 from functools import partial
 from pathlib import Path
@@ -55,8 +56,6 @@ from typing import (
     Tuple,
     Union,
 )
-
-import weakref
 
 import srsly
 from spacy import util

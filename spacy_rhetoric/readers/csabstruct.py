@@ -12,7 +12,16 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from .common import ReaderError, ReadStats, check_errors_mode, clean_sentences, doc_from_sentences, handle, iter_jsonl, require
+from .common import (
+    ReaderError,
+    ReadStats,
+    check_errors_mode,
+    clean_sentences,
+    doc_from_sentences,
+    handle,
+    iter_jsonl,
+    require,
+)
 
 LABELS = ("background", "objective", "method", "result", "other")
 
