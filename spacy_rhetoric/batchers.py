@@ -93,13 +93,26 @@ class PKBatcher:
     """Callable ``items -> Iterator[List[item]]`` yielding P x K batches (see
     the module docstring). ``stats`` accumulates over calls: items,
     skipped_unlabelled, skipped_ambiguous, leftover, batches,
-    labels_with_replacement (label-chunk pairs sampled with replacement)."""
+    labels_with_replacement (label-chunk pairs sampled with replacement).
+
+    The class itself is registered as ``spacy_rhetoric.pk_batcher.v1``
+    (``pk_batcher``), so its arguments are the config's. SciToricsBERT App. B
+    uses P = 8, K = 8 for the triplet / multi-similarity / NT-Xent losses and
+    P = 64, K = 1 for softmax / ArcFace.
+
+    p: labels per batch (distinct); ``p <= 0`` means every label of the chunk.
+    k: examples per label (with replacement for labels with fewer than k).
+    label_field: the extensions field holding the gold label.
+    seed: seed of the batcher's own random generator.
+    buffer: items read per chunk (0 = the whole input; needs a finite input).
+    batches_per_chunk: batches per chunk (0 = ceil(labelled items / (p*k))).
+    get_label: item -> label (None = unlabelled) for non-Example items.
+    """
 
     def __init__(
         self,
         p: int,
         k: int,
-        *,
         label_field: str = LABEL,
         seed: int = 0,
         buffer: int = 50000,
@@ -234,34 +247,5 @@ class PKBatcher:
             yield batch
 
 
-@registry.batchers("spacy_rhetoric.pk_batcher.v1")
-def pk_batcher(
-    p: int,
-    k: int,
-    label_field: str = LABEL,
-    seed: int = 0,
-    buffer: int = 50000,
-    batches_per_chunk: int = 0,
-    get_label: Optional[Callable[[Any], Optional[Hashable]]] = None,
-) -> PKBatcher:
-    """PK batcher: P labels x K examples per batch (SciToricsBERT App. B uses
-    P = 8, K = 8 for the triplet / multi-similarity / NT-Xent losses and
-    P = 64, K = 1 for softmax / ArcFace).
-
-    p: labels per batch (distinct); ``p <= 0`` means every label of the chunk.
-    k: examples per label (with replacement for labels with fewer than k).
-    label_field: the extensions field holding the gold label.
-    seed: seed of the batcher's own random generator.
-    buffer: items read per chunk (0 = the whole input; needs a finite input).
-    batches_per_chunk: batches per chunk (0 = ceil(labelled items / (p*k))).
-    get_label: item -> label (None = unlabelled) for non-Example items.
-    """
-    return PKBatcher(
-        p,
-        k,
-        label_field=label_field,
-        seed=seed,
-        buffer=buffer,
-        batches_per_chunk=batches_per_chunk,
-        get_label=get_label,
-    )
+# the registered function is the class (one signature for the config and the code)
+pk_batcher = registry.batchers("spacy_rhetoric.pk_batcher.v1", func=PKBatcher)

@@ -7,9 +7,9 @@ from itertools import islice
 
 import pytest
 import spacy
+from helpers import entry_point_names, resolve_config
 from spacy.training import Example
 from spacy.util import registry
-from thinc.api import Config
 
 from spacy_rhetoric.batchers import AMBIGUOUS, PKBatcher, example_label
 from spacy_rhetoric.readers.common import doc_from_sentences
@@ -196,9 +196,7 @@ def test_training_loop_recalls_batcher_per_epoch(nlp):
 
 
 def test_registry_config_and_entry_point():
-    from importlib.metadata import entry_points
-
-    cfg = Config().from_str(
+    batcher = resolve_config(
         """
         [batcher]
         @batchers = "spacy_rhetoric.pk_batcher.v1"
@@ -207,7 +205,13 @@ def test_registry_config_and_entry_point():
         label_field = "label"
         seed = 3
         """
-    )
-    batcher = registry.resolve(cfg)["batcher"]
+    )["batcher"]
     assert isinstance(batcher, PKBatcher) and (batcher.p, batcher.k, batcher.seed) == (8, 8, 3)
-    assert "spacy_rhetoric.pk_batcher.v1" in {ep.name for ep in entry_points(group="spacy_batchers")}
+    assert "spacy_rhetoric.pk_batcher.v1" in entry_point_names("spacy_batchers")
+
+
+def test_config_arguments_are_checked():
+    from thinc.api import ConfigValidationError
+
+    with pytest.raises(ConfigValidationError, match="bufer"):
+        resolve_config('[b]\n@batchers = "spacy_rhetoric.pk_batcher.v1"\np = 2\nk = 2\nbufer = 3\n')

@@ -8,8 +8,8 @@ from itertools import product
 import numpy
 import pytest
 import torch
+from helpers import entry_point_names, resolve_config
 from spacy.util import registry
-from thinc.api import Config
 
 from spacy_rhetoric import losses as L
 
@@ -76,6 +76,20 @@ def ref_triplet(x, y, margin, normalize=True, squared=False, margin_fn=None, val
             total += h
             active += 1
     return total / active if active else 0.0
+
+
+def ref_levels(y, group):
+    """CoSaEmb relation level of (i, j): 3 itself, 2 same label, 1 same group
+    (``group``: label -> group name), 0 otherwise."""
+
+    def level(i, j):
+        if i == j:
+            return 3
+        if y[i] == y[j]:
+            return 2
+        return 1 if group[int(y[i])] == group[int(y[j])] else 0
+
+    return level
 
 
 def cos_matrix(x):
@@ -360,15 +374,7 @@ def test_margin_graded_group_ladder_hand_computed():
     assert float(loss(x, y)) == pytest.approx(sum(active) / len(active), rel=1e-9)
 
     # same through the generic reference loop
-    group = {0: "intro", 1: "intro", 2: "method"}
-
-    def level(i, j):
-        if i == j:
-            return 3
-        if y[i] == y[j]:
-            return 2
-        return 1 if group[int(y[i])] == group[int(y[j])] else 0
-
+    level = ref_levels(y.tolist(), {0: "intro", 1: "intro", 2: "method"})
     ladder = {2: 3.0, 1: 1.0, 0: 0.0}
     expected = ref_triplet(
         x, y.tolist(), None, normalize=False, squared=True,
@@ -570,7 +576,7 @@ def test_registry_returns_new_modules(name):
 
 
 def test_registry_from_config():
-    cfg = Config().from_str(
+    resolved = resolve_config(
         """
         [loss]
         @misc = "spacy_rhetoric.MarginGradedTripletLoss.v1"
@@ -587,7 +593,6 @@ def test_registry_from_config():
         scale = 32
         """
     )
-    resolved = registry.resolve(cfg)
     mg, arc = resolved["loss"], resolved["arc"]
     assert isinstance(mg, L.MarginGradedTripletLoss) and mg.groups == {"intro": ["bg", "obj"]}
     group, table = mg.class_tables(3)
@@ -597,9 +602,7 @@ def test_registry_from_config():
 
 
 def test_entry_points_registered():
-    from importlib.metadata import entry_points
-
-    names = {ep.name for ep in entry_points(group="spacy_misc")}
+    names = entry_point_names("spacy_misc")
     for name in METRIC_LOSSES + ["spacy_rhetoric.CosinePairLoss.v1"]:
         assert name in names
 
@@ -628,15 +631,8 @@ def test_triplet_losses_sorted_sum_equals_reference_loop(seed):
         expected = ref_triplet(x, y.tolist(), margin)
         assert float(L.BatchAllTripletLoss(margin)(x, y)) == pytest.approx(expected, rel=1e-9)
     groups = {"g1": [0, 1], "g2": [2, 3]}
-    group = {0: "g1", 1: "g1", 2: "g2", 3: "g2", 4: "own"}
+    level = ref_levels(y.tolist(), {0: "g1", 1: "g1", 2: "g2", 3: "g2", 4: "own"})
     pair = {(0, 2): 0.7, (2, 0): 0.7, (1, 0): 2.5, (0, 1): 2.5}  # symmetric unless both given
-
-    def level(i, j):
-        if i == j:
-            return 3
-        if y[i] == y[j]:
-            return 2
-        return 1 if group[int(y[i])] == group[int(y[j])] else 0
 
     def margin(a, p, n):
         ladder = {2: 2.0, 1: 0.5, 0: 0.0}
