@@ -40,7 +40,7 @@ def run(cmd, log=None):
 
 
 def rows(out: Path, encoder: Path, raw_text: bool = False):
-    vectors = out / "w2v.kv"
+    vectors = out / "w2v.bin"
     base = ["link", "--evaluate", MANUAL, "--topics", ",".join(TEST_TOPICS), "-k", "3"]
     ft = ["--encoder", encoder]
     if raw_text:  # the encoder sees raw sentences (WMD still compares pre-processed tokens)
@@ -76,8 +76,8 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     topics_arg = ",".join(TEST_TOPICS)
     run_dir = out / (f"minilm-raw-{args.max_steps}" if args.raw_text else f"minilm-{args.max_steps}")
-    if args.only in (None, "word2vec") and not (out / "w2v.kv").exists():
-        run(CLI + ["link-word2vec", MANUAL, AUTO, "--exclude-topics", topics_arg, "--output", out / "w2v.kv"])
+    if args.only in (None, "word2vec") and not (out / "w2v.bin").exists():
+        run(CLI + ["link-word2vec", MANUAL, AUTO, "--exclude-topics", topics_arg, "--output", out / "w2v.bin"])
     if args.only in (None, "train") and not (run_dir / "training.json").exists():
         run(CLI + ["link-train", MANUAL, AUTO, "--exclude-topics", topics_arg, "--output", run_dir,
                    "--max-steps", str(args.max_steps), "--batch-size", str(args.batch_size),
@@ -96,10 +96,17 @@ def main() -> None:
         if path.exists():
             r = json.loads(path.read_text())
             table.append((name, r))
-    print("\n| row | citances | P | R | F1 | s / citance |\n| --- | --- | --- | --- | --- | --- |")
+    print("\n| row | citances read / scored / skipped | union P | R | F1 | per-annotator P | R | F1 "
+          "| s / citance |\n" + "| --- " * 9 + "|")
     for name, r in table:
-        print(f"| {name} | {r['citances']} | {r['precision']:.4f} | {r['recall']:.4f} | {r['f1']:.4f} "
-              f"| {r['seconds_per_citance']:.3f} |")
+        if "protocols" not in r:  # a row written before both protocols were reported
+            print(f"| {name} (old JSON: union only) | {r['citances']} | {r['precision']:.4f} | {r['recall']:.4f} "
+                  f"| {r['f1']:.4f} | | | | {r['seconds_per_citance']:.3f} |")
+            continue
+        c, u, a = r["counts"], r["protocols"]["union"], r["protocols"]["per_annotator"]
+        print(f"| {name} | {c['citances_read']} / {c['citances_scored']} / {c['citances_skipped']} "
+              f"| {u['precision']:.4f} | {u['recall']:.4f} | {u['f1']:.4f} "
+              f"| {a['precision']:.4f} | {a['recall']:.4f} | {a['f1']:.4f} | {r['seconds_per_citance']:.3f} |")
     state = run_dir / "checkpoint" / "trainer_state.json"
     if args.encoder is not None and state.exists():
         st = json.loads(state.read_text())

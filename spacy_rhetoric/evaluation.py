@@ -43,7 +43,6 @@ t-SNE
     ``max_points`` (5,000) seeded-sampled vectors, PNG via matplotlib Agg.
 """
 import math
-import os
 import warnings
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -335,43 +334,14 @@ def raw_transformer_vectors(
 
     ``pooling="mean"`` averages the last hidden states over real tokens
     (attention-mask aware); ``"first"``/``"cls"`` takes the first token. The
-    model name goes through ``resolve_hf_model`` (offline mirror). Sentences
-    are encoded in length-sorted batches under ``torch.no_grad``; the result is
-    a float32 ``[n, hidden]`` array in input order, not normalised.
+    model is loaded and run by sentence-transformers (``spacy_rhetoric.st_models``:
+    name through ``resolve_hf_model``, length-sorted batches, inference mode);
+    the result is a float32 ``[n, hidden]`` array in input order, not normalised.
     """
-    import torch
-    from tqdm import tqdm
-    from transformers import AutoModel, AutoTokenizer
+    from .st_models import encode, load_sentence_transformer
 
-    from .util import resolve_hf_model
-
-    if pooling not in ("mean", "first", "cls"):
-        raise ValueError(f"unknown pooling {pooling!r}: use 'mean' or 'first'")
-    sentences = [str(s) for s in sentences]
-    path = resolve_hf_model(model_name)
-    if path != model_name or Path(path).is_dir():
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path)
-    model.eval()
-    dim = model.config.hidden_size
-    out = numpy.zeros((len(sentences), dim), dtype="float32")
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    with torch.no_grad():
-        for batch in tqdm(batches, desc="encode", unit="batch", disable=not progress or not batches):
-            enc = tokenizer(
-                [sentences[i] for i in batch], padding=True, truncation=True,
-                max_length=max_length, return_tensors="pt",
-            )
-            hidden = model(**enc).last_hidden_state
-            if pooling == "mean":
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            else:
-                pooled = hidden[:, 0]
-            out[batch] = pooled.float().cpu().numpy()
-    return out
+    model = load_sentence_transformer(model_name, max_length=max_length, pooling=pooling)
+    return encode(model, sentences, batch_size=batch_size, progress=progress)
 
 
 def gold_sentences(doc, *, field: str = LABEL) -> List[Tuple[int, int, str]]:

@@ -1,19 +1,20 @@
 """Tests of the CitRet citance linker (spacy_rhetoric.citret + rhetoric_citance_linker)."""
 import json
+import re
 
 import numpy
 import pytest
 import spacy
 from spacy.tokens import DocBin
 
-import spacy_rhetoric  # noqa: F401  (extensions)
+import spacy_rhetoric  # extensions; the package root for the source checks
 from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.citret.denoise import common_components, denoise, remove_common_components
 from spacy_rhetoric.citret.evaluation import Task1aScore, merge_annotators
 from spacy_rhetoric.citret.pairs import PaperCitances, build_pairs, paper_citances_from_topic
 from spacy_rhetoric.citret.scoring import CitRetScorer, CitRetSettings
 from spacy_rhetoric.citret.text import append_keywords, preprocess, shared_ngrams
-from spacy_rhetoric.citret.wmd import train_word2vec, wmd_distances, wmd_similarities
+from spacy_rhetoric.citret.wmd import save_vectors, train_word2vec, wmd_distances, wmd_similarities
 from spacy_rhetoric.readers.clscisumm import iter_topics, read_annotations
 from spacy_rhetoric.readers.common import doc_from_sentences
 
@@ -251,10 +252,11 @@ def test_wmd_on_a_tiny_trained_word2vec():
 
 
 # ---------------------------------------------------------------- linking
+@pytest.mark.slow
 def test_link_ranking_with_minilm_and_wmd(tmp_path):
     corpus = [preprocess(t) for t in TOY_REFERENCE * 20]
-    kv_path = tmp_path / "toy.kv"
-    train_word2vec(corpus, vector_size=8, min_count=1, seed=1).save(str(kv_path))
+    kv_path = tmp_path / "toy.bin"
+    save_vectors(train_word2vec(corpus, vector_size=8, min_count=1, seed=1), kv_path)
     nlp, linker = _toy_nlp("sentence-transformers/all-MiniLM-L6-v2", kv_path, use_wmd=True)
     nlp.initialize()
     ref = doc_from_sentences(nlp, TOY_REFERENCE, sids=["10", "11", "12", "13", "14"])
@@ -279,15 +281,15 @@ def test_default_config_standalone_and_no_reference_warns():
 
 
 def test_finetune_and_resume_from_checkpoint(tiny_encoder_dir, tmp_path):
-    from spacy_rhetoric.citret.encoder import SentenceEncoder, finetune
+    from spacy_rhetoric.citret.encoder import CitRetEncoder, finetune
 
     pairs = [(TOY_REFERENCE[i], TOY_REFERENCE[j], 1.0 if i == j else 0.3 if abs(i - j) == 1 else 0.0)
              for i in range(5) for j in range(5)]
-    full = SentenceEncoder(str(tiny_encoder_dir), max_length=32)
+    full = CitRetEncoder(str(tiny_encoder_dir), max_length=32)
     res = finetune(full, pairs, epochs=2, batch_size=8, learning_rate=1e-3, max_steps=6, seed=0,
                    progress=False)
     assert res["steps"] == 6 and res["pairs"] == 25
-    part = SentenceEncoder(str(tiny_encoder_dir), max_length=32)
+    part = CitRetEncoder(str(tiny_encoder_dir), max_length=32)
     ckpt = tmp_path / "ckpt"
 
     class Interrupted(Exception):
@@ -302,20 +304,20 @@ def test_finetune_and_resume_from_checkpoint(tiny_encoder_dir, tmp_path):
                  checkpoint_dir=ckpt, checkpoint_every=2, progress=False, on_step=stop_at_5)
     assert json.loads((ckpt / "trainer_state.json").read_text())["step"] == 4
     # a new process: fresh model, same command -> resumes at step 4
-    resumed = SentenceEncoder(str(tiny_encoder_dir), max_length=32)
+    resumed = CitRetEncoder(str(tiny_encoder_dir), max_length=32)
     res2 = finetune(resumed, pairs, epochs=2, batch_size=8, learning_rate=1e-3, max_steps=6, seed=0,
                     checkpoint_dir=ckpt, progress=False)
     assert res2["steps"] == 6
     for (name, a), (_, b) in zip(full.model.state_dict().items(), resumed.model.state_dict().items()):
         assert numpy.allclose(a.numpy(), b.numpy(), atol=1e-5), name
-    fresh = SentenceEncoder(str(tiny_encoder_dir), max_length=32)
+    fresh = CitRetEncoder(str(tiny_encoder_dir), max_length=32)
     assert not numpy.allclose(fresh.encode(TOY_REFERENCE), full.encode(TOY_REFERENCE))
 
 
 def test_linker_finetune_then_round_trips(tiny_encoder_dir, tmp_path):
     kv = _tiny_kv()
-    kv_path = tmp_path / "hand.kv"
-    kv.save(str(kv_path))
+    kv_path = tmp_path / "hand.bin"
+    save_vectors(kv, kv_path)
     nlp, linker = _toy_nlp(tiny_encoder_dir, kv_path, use_wmd=True)
     nlp.initialize()
     stats = linker.finetune([(TOY_REFERENCE[0], TOY_REFERENCE[0], 1.0), (TOY_REFERENCE[0], TOY_REFERENCE[2], 0.0)],
@@ -339,7 +341,8 @@ def test_linker_finetune_then_round_trips(tiny_encoder_dir, tmp_path):
     nlp.to_disk(tmp_path / "pipeline")
     nlp2 = spacy.load(tmp_path / "pipeline")
     linker2 = nlp2.get_pipe("rhetoric_citance_linker")
-    assert (tmp_path / "pipeline" / "rhetoric_citance_linker" / "vectors.kv").exists()
+    assert (tmp_path / "pipeline" / "rhetoric_citance_linker" / "vectors.bin").exists()
+    assert not (tmp_path / "pipeline" / "rhetoric_citance_linker" / "vectors.kv").exists()
     assert linker2.settings == linker.settings and linker2.cfg["max_length"] == 32
     assert numpy.allclose(linker2.encoder.encode(TOY_REFERENCE), linker.encoder.encode(TOY_REFERENCE), atol=1e-6)
     assert linker2.vectors["beta"] == pytest.approx([0.0, 2.0])
@@ -365,7 +368,7 @@ def test_linker_finetune_then_round_trips(tiny_encoder_dir, tmp_path):
 def test_reference_selection_by_user_data_key_and_citance_pattern(tiny_encoder_dir):
     nlp, linker = _toy_nlp(tiny_encoder_dir)
     nlp.get_pipe("rhetoric_citance_linker").cfg  # noqa: B018
-    linker._pattern = __import__("re").compile(r"\(\w+,? \d{4}\)")
+    linker._pattern = re.compile(r"\(\w+,? \d{4}\)")
     nlp.initialize()
     linker.add_reference(TOY_REFERENCE[:2], "p1")
     linker.add_reference(TOY_REFERENCE[2:], "p2")
@@ -421,3 +424,267 @@ def test_cli_link_plain_text(tiny_encoder_dir, tmp_path):
     assert all(len(l["links"]) == 2 and {x["sid"] for x in l["links"]} <= {"1", "2", "3", "4", "5"} for l in lines)
     result = CliRunner().invoke(app, ["link", str(ref), str(cit), "--encoder", str(tiny_encoder_dir)])
     assert result.exit_code == 1 and "--vectors" in result.output
+
+
+# ------------------------------------------- citance keying, both protocols
+CSV_HEADER = ["Citance Number", "Reference Article", "Citing Article", "Citation Marker Offset",
+              "Citation Marker", "Citation Offset", "Citation Text", "Reference Offset", "Reference Text",
+              "Discourse Facet"]
+TOY_XML = "<PAPER>" + "".join(f'<S sid="{i + 1}" ssid="{i + 1}">{t}</S>' for i, t in enumerate(TOY_REFERENCE)) \
+    + "</PAPER>"
+
+
+def _csv_topic(root, annotators):
+    """A topic T01-0001 with one CSV file per annotator: ``{name: [rows]}``,
+    rows ``(citance number, citing article, text, gold sids)``; the Citation
+    Offset is the placeholder 0 and the Reference Article column is empty."""
+    import csv
+
+    topic = root / "T01-0001"
+    (topic / "Reference_XML").mkdir(parents=True)
+    (topic / "Reference_XML" / "T01-0001.xml").write_text(TOY_XML, encoding="utf8")
+    (topic / "annotation").mkdir()
+    for name, rows in annotators.items():
+        with (topic / "annotation" / f"T01-0001_{name}.csv").open("w", newline="", encoding="utf8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(CSV_HEADER)
+            for number, citing, text, gold in rows:
+                writer.writerow([number, "", citing, "0", "X", "0", text, ",".join(f"'{g}'" for g in gold),
+                                 "x", "Method_Citation"])
+    return topic
+
+
+class FixedLinker:
+    """Returns sids 1, 2, 3 for every citance (scores 3, 2, 1)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def link(self, text, reference, k=3):
+        self.seen.append(text)
+        return [{"sid": str(i + 1), "score": float(3 - i)} for i in range(k)]
+
+
+def test_evaluate_keys_citances_by_number_not_placeholder_offsets(tmp_path):
+    from spacy_rhetoric.citret.corpus import evaluate_topics, select_topics
+
+    # two citances of one citing paper, both with Citation Offset 0; annotator b
+    # annotated only the first one; one row has no citation text
+    _csv_topic(tmp_path, {
+        "a": [("1", "C02-0002", "A maximum entropy tagger.", ["1"]),
+              ("2", "C02-0002", "Alignment with EM.", ["4", "5"]),
+              ("3", "C02-0002", "", ["2"])],
+        "b": [("1", "C02-0002", "A maximum entropy tagger.", ["2"])],
+    })
+    topics = select_topics([tmp_path])
+    linker = FixedLinker()
+    result = evaluate_topics(linker, spacy.blank("en"), topics, k=3, progress=False)
+    counts = result["counts"]
+    # old code: one citance (all rows keyed (C02-0002, ('0',))), the empty-Reference-Article rows skipped
+    assert counts["records_read"] == 4 and counts["records_malformed"] == 0
+    assert (counts["citances_read"], counts["citances_scored"], counts["citances_skipped"]) == (3, 2, 1)
+    assert result["skipped"] == {"empty citation text": 1}
+    assert linker.seen == ["A maximum entropy tagger.", "Alignment with EM."]
+    # union: citance 1 gold {1, 2} (tp 2), citance 2 gold {4, 5} (tp 0): P 2/6, R 2/4
+    union = result["protocols"]["union"]
+    assert (union["tp"], union["predicted"], union["gold"], union["citances"]) == (2, 6, 4, 2)
+    assert result["precision"] == pytest.approx(1 / 3) and result["recall"] == pytest.approx(0.5)
+    # per annotator: a: tp 1 of 6 predicted, 3 gold -> P 1/6, R 1/3, F1 2/9;
+    # b: tp 1 of 3, 1 gold -> P 1/3, R 1, F1 1/2; then the mean
+    per = result["protocols"]["per_annotator"]
+    assert per["annotators"] == 2
+    assert per["precision"] == pytest.approx((1 / 6 + 1 / 3) / 2)
+    assert per["recall"] == pytest.approx((1 / 3 + 1) / 2)
+    assert per["f1"] == pytest.approx((2 / 9 + 1 / 2) / 2)
+    # every scored citance, enough to rescore it
+    listed = result["scored_citances"]
+    assert [(c["topic"], c["citance_number"], c["citing_article"]) for c in listed] == [
+        ("T01-0001", "1", "C02-0002"), ("T01-0001", "2", "C02-0002")]
+    assert listed[0]["predicted"] == [{"sid": "1", "score": 3.0}, {"sid": "2", "score": 2.0},
+                                      {"sid": "3", "score": 1.0}]
+    assert listed[0]["gold"] == {"(file T01-0001_a.csv)": ["1"], "(file T01-0001_b.csv)": ["2"]}
+    assert listed[1]["gold"] == {"(file T01-0001_a.csv)": ["4", "5"]}
+
+
+def test_empty_reference_article_uses_the_topic_of_the_files_place(tmp_path):
+    topic = _csv_topic(tmp_path, {"a": [("1", "C02-0002", "A tagger.", ["1"])]})
+    path = topic / "annotation" / "T01-0001_a.csv"
+    records, skipped = read_annotations(path, topic="T01-0001")
+    assert skipped == 0 and records[0].reference_article == "T01-0001"
+    pairs, stats = build_pairs([paper_citances_from_topic(next(iter_topics(topic)))])
+    assert stats.used == 1 and pairs[0] == ("A tagger.", TOY_REFERENCE[0], 1.0)
+
+
+# --------------------------------------------------------- link command
+def _cli(args):
+    from typer.testing import CliRunner
+
+    from spacy_rhetoric.cli import _load_commands, app
+
+    _load_commands()
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_cli_link_evaluate_writes_every_scored_citance(tiny_encoder_dir, tmp_path):
+    _csv_topic(tmp_path / "data", {"a": [("1", "C02-0002", "A maximum entropy tagger.", ["1"]),
+                                         ("2", "C02-0002", "Alignment with EM.", ["4"])]})
+    out = tmp_path / "out" / "eval.json"
+    result = _cli(["link", "--evaluate", tmp_path / "data", "--topics", "T01-0001", "--encoder", tiny_encoder_dir,
+                   "--no-wmd", "-k", "2", "-o", out])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["counts"]["citances_read"] == 2 and data["counts"]["citances_scored"] == 2
+    assert set(data["protocols"]) == {"union", "per_annotator"}
+    assert [c["citance_number"] for c in data["scored_citances"]] == ["1", "2"]
+    assert all(len(c["predicted"]) == 2 for c in data["scored_citances"])
+    text = " ".join(result.output.split())  # wasabi wraps long lines
+    assert "per annotator" in text and "2 citances read, 2 scored, 0 skipped" in text
+    assert not list(out.parent.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("case", ["missing", "directory_reference", "output_is_input", "output_in_file",
+                                  "unknown_topic", "topic_file_not_dir", "bad_vectors", "pickle_vectors"])
+def test_cli_link_bad_input_one_line_exit_1_before_work(tmp_path, case):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("\n".join(TOY_REFERENCE) + "\n")
+    cit = tmp_path / "cit.txt"
+    cit.write_text("A maximum entropy tagger.\n")
+    _csv_topic(tmp_path / "data", {"a": [("1", "C02-0002", "A tagger.", ["1"])]})
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    bad_vec = tmp_path / "w2v.bin"
+    bad_vec.write_text("not vectors\n")
+    args = {
+        "missing": ["link", tmp_path / "nope.txt", cit, "--no-wmd"],
+        "directory_reference": ["link", tmp_path, cit, "--no-wmd"],
+        "output_is_input": ["link", ref, cit, "--no-wmd", "-o", cit],
+        "output_in_file": ["link", ref, cit, "--no-wmd", "-o", blocker / "out.jsonl"],
+        "unknown_topic": ["link", "--evaluate", tmp_path / "data", "--topics", "Z99-9999", "--no-wmd"],
+        "topic_file_not_dir": ["link", "--evaluate", ref, "--no-wmd"],
+        "bad_vectors": ["link", ref, cit, "--vectors", bad_vec],
+        "pickle_vectors": ["link", ref, cit, "--vectors", _pickle_payload(tmp_path)],
+    }[case]
+    # a model name that cannot be loaded: every check must come before the model is loaded
+    result = _cli(args + ["--encoder", tmp_path / "no-such-encoder"])
+    assert result.exit_code == 1, result.output
+    # one message (wasabi wraps it to the terminal width and may colour it)
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
+    assert text.startswith("✘ link: ") and text.count("✘") == 1, text
+    assert "Traceback" not in text and "no-such-encoder" not in text
+    assert not (tmp_path / "pwned").exists()
+    assert cit.read_text() == "A maximum entropy tagger.\n"
+
+
+def test_cli_link_k_must_be_positive(tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("\n".join(TOY_REFERENCE) + "\n")
+    result = _cli(["link", ref, ref, "--no-wmd", "-k", "0"])
+    assert result.exit_code != 0 and "at least 1" in result.output
+
+
+def test_cli_link_single_paper_shows_progress(tiny_encoder_dir, tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("\n".join(TOY_REFERENCE) + "\n")
+    result = _cli(["link", ref, ref, "--encoder", tiny_encoder_dir, "--no-wmd", "-o", tmp_path / "o.jsonl"])
+    assert result.exit_code == 0, result.output
+    assert "linking citances" in result.output and "5/5" in result.output
+
+
+# ------------------------------------------------------ no pickle, anywhere
+class _Payload:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _pickle_payload(tmp_path, name="evil.kv"):
+    import pickle
+
+    path = tmp_path / name
+    path.write_bytes(pickle.dumps(_Payload(tmp_path / "pwned")))
+    return path
+
+
+@pytest.mark.parametrize("name", ["evil.kv", "evil.bin", "evil.txt", "evil"])
+def test_load_vectors_refuses_a_pickle_and_runs_nothing(tmp_path, name):
+    from spacy_rhetoric.citret.wmd import load_vectors
+
+    path = _pickle_payload(tmp_path, name)
+    with pytest.raises(ValueError, match=str(path.name)):
+        load_vectors(path)
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_word2vec_files_round_trip(tmp_path):
+    from spacy_rhetoric.citret.wmd import load_vectors
+
+    kv = _tiny_kv()
+    for name in ("v.bin", "v.txt", "v.vec"):
+        save_vectors(kv, tmp_path / name)
+        back = load_vectors(tmp_path / name)
+        assert back["beta"] == pytest.approx([0.0, 2.0]) and back["delta"] == pytest.approx([0.6, 0.8])
+    # a word2vec binary file made by gensim itself (e.g. GoogleNews) is read
+    kv.save_word2vec_format(str(tmp_path / "g.bin.gz"), binary=True)
+    assert load_vectors(tmp_path / "g.bin.gz")["gamma"] == pytest.approx([-1.0, 0.0])
+
+
+def test_linker_from_disk_refuses_pickled_vectors(tmp_path):
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("rhetoric_citance_linker", config={"use_wmd": False})
+    saved = tmp_path / "linker"
+    saved.mkdir()
+    _pickle_payload(saved, "vectors.kv")
+    with pytest.raises(ValueError, match="vectors.kv"):
+        linker.from_disk(saved)
+    assert not (saved / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
+def test_every_torch_load_is_weights_only():
+    from pathlib import Path
+
+
+    root = Path(spacy_rhetoric.__file__).parent
+    calls = [(p, m) for p in root.rglob("*.py") for m in re.finditer(r"torch\.load\(([^()]|\([^()]*\))*\)", p.read_text())]
+    assert calls, "expected torch.load calls in the package"
+    bad = [f"{p}: {m.group(0)}" for p, m in calls if "weights_only=True" not in m.group(0)]
+    assert not bad, bad
+
+
+# ------------------------------------------------------ sentence-transformers
+def test_sentence_transformers_vectors_equal_plain_mean_pooling(tiny_encoder_dir):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from spacy_rhetoric.citret.encoder import CitRetEncoder
+    from spacy_rhetoric.evaluation import raw_transformer_vectors
+
+    sents = TOY_REFERENCE[:3] + ["Short.", "A much longer sentence " * 3]
+    tok = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    model = AutoModel.from_pretrained(str(tiny_encoder_dir)).eval()
+    with torch.no_grad():
+        batch = tok(sents, padding=True, truncation=True, max_length=32, return_tensors="pt")
+        hidden = model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        expected = ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+        first = hidden[:, 0].numpy()
+    raw = raw_transformer_vectors(sents, str(tiny_encoder_dir), batch_size=2, max_length=32, progress=False)
+    assert raw.dtype == numpy.float32 and raw.shape == expected.shape
+    assert numpy.allclose(raw, expected, atol=1e-5)
+    cls = raw_transformer_vectors(sents, str(tiny_encoder_dir), "first", max_length=32, progress=False)
+    assert numpy.allclose(cls, first, atol=1e-5)
+    enc = CitRetEncoder(str(tiny_encoder_dir), max_length=32)
+    assert numpy.allclose(enc.encode(sents, batch_size=3), expected, atol=1e-5)
+
+
+def test_linker_names(tiny_encoder_dir):
+    from spacy_rhetoric.citret.scoring import CitRetScorer
+    from spacy_rhetoric.pipeline import citance_linker
+
+    nlp, linker = _toy_nlp(tiny_encoder_dir)
+    assert isinstance(linker.retriever, CitRetScorer) and not hasattr(linker, "scorer_")
+    assert not hasattr(citance_linker, "DEFAULT_LINKER_CONFIG")
+    assert set(nlp.get_pipe_meta("rhetoric_citance_linker").assigns) == {"doc._.citance_links", "doc.user_data"}

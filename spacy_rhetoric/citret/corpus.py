@@ -5,7 +5,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .evaluation import Task1aScore, merge_annotators
+from .evaluation import Task1aEvaluation, Task1aScore, merge_annotators
 from .pairs import PairStats, PaperCitances, build_pairs, paper_citances_from_topic
 from .text import preprocess
 
@@ -74,49 +74,69 @@ def evaluate_topics(
     k: int = 3,
     progress: bool = True,
 ) -> Dict:
-    """Task 1a precision / recall / F1 (micro, by sid overlap) of ``linker``
-    over ``topics``; every topic's annotation files are merged per citance
-    (union of annotators' gold sids, see :mod:`.evaluation`). Citances with
-    an empty citation text are skipped and counted. Also reports the wall
-    time per citance (reference preparation included)."""
+    """Task 1a precision / recall / F1 of ``linker`` over ``topics`` with
+    both protocols of :mod:`.evaluation` (``union`` and ``per_annotator``).
+
+    Every topic's annotation records are merged per citance (topic, citing
+    article, citance number). The result counts annotation records read and
+    skipped as malformed, citances read, scored and skipped (by reason: an
+    empty citation text), lists every scored citance (``"scored_citances"``:
+    topic, citance number, citing article, predicted sids with scores, gold
+    sids per annotator) and gives the wall time per scored citance (reference
+    preparation included). The top-level P/R/F1 are the union protocol's."""
     from tqdm import tqdm
 
-    from ..readers.clscisumm import read_annotations, read_reference_xml, reference_doc
+    from ..readers.clscisumm import read_reference_xml, read_topic_annotations, reference_doc
+    from ..readers.common import ReadStats
 
-    total = Task1aScore()
+    total = Task1aEvaluation()
     per_topic: Dict[str, Dict] = {}
+    records_stats = ReadStats(name="annotation records")
     skipped: Counter = Counter()
+    scored: List[Dict] = []
+    n_read = 0
     seconds = 0.0
     for topic in tqdm(topics, desc="evaluating topics", disable=not progress):
         paper = read_reference_xml(topic.reference_xml)
         ref = reference_doc(vocab_or_nlp, paper)
-        records = []
-        for path in topic.annotation_files:
-            recs, n_bad = read_annotations(path, topic=topic.topic_id)
-            records.extend(recs)
-            if n_bad:
-                skipped["malformed annotation lines"] += n_bad
+        records, _ = read_topic_annotations(topic, stats=records_stats)
         score = Task1aScore()
         start = time.perf_counter()
         for cit in merge_annotators(records):
+            n_read += 1
             if not cit.text:
                 skipped["empty citation text"] += 1
                 continue
             links = linker.link(cit.text, ref, k=k)
             predicted = [link["sid"] for link in links]
             score.add(predicted, cit.gold)
-            total.add(predicted, cit.gold)
+            total.add(cit, predicted)
+            scored.append({
+                "topic": cit.topic,
+                "citance_number": cit.citance_number,
+                "citing_article": cit.citing_article,
+                "predicted": [{"sid": link["sid"], "score": link["score"]} for link in links],
+                "gold": cit.gold_by_annotator,
+            })
         seconds += time.perf_counter() - start
         per_topic[topic.topic_id] = score.to_dict()
-    result = total.to_dict()
-    result.update(
-        {
-            "k": k,
-            "topics": [t.topic_id for t in topics],
-            "per_topic": per_topic,
-            "skipped": dict(skipped),
-            "seconds": seconds,
-            "seconds_per_citance": seconds / total.citances if total.citances else None,
-        }
-    )
+    result = {
+        **total.union.to_dict(),
+        "protocols": {"union": total.union.to_dict(), "per_annotator": total.per_annotator()},
+        "k": k,
+        "topics": [t.topic_id for t in topics],
+        "counts": {
+            "records_read": records_stats.read,
+            "records_malformed": records_stats.skipped,
+            "malformed_examples": records_stats.examples,
+            "citances_read": n_read,
+            "citances_scored": len(scored),
+            "citances_skipped": sum(skipped.values()),
+        },
+        "skipped": dict(skipped),
+        "per_topic": per_topic,
+        "seconds": seconds,
+        "seconds_per_citance": seconds / len(scored) if scored else None,
+        "scored_citances": scored,
+    }
     return result

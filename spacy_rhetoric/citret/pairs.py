@@ -104,14 +104,11 @@ def paper_citances_from_topic(topic, *, stats: Optional[Counter] = None) -> Pape
     :class:`PaperCitances`; all its annotation files' records are kept.
     Malformed annotation lines are skipped by the reader and counted in
     ``stats["malformed annotation lines"]``."""
-    from ..readers.clscisumm import read_annotations, read_reference_xml
+    from ..readers.clscisumm import read_reference_xml, read_topic_annotations
 
     paper = read_reference_xml(topic.reference_xml)
-    records: List = []
-    for path in topic.annotation_files:
-        recs, n_skipped = read_annotations(path, topic=topic.topic_id)
-        records.extend(recs)
-        if stats is not None and n_skipped:
-            stats["malformed annotation lines"] += n_skipped
+    records, n_skipped = read_topic_annotations(topic)
+    if stats is not None and n_skipped:
+        stats["malformed annotation lines"] += n_skipped
     sentences = {s.sid: s.text for s in paper.sentences}
     return PaperCitances(topic.topic_id, sentences, records)

@@ -22,7 +22,7 @@ context: the candidate-side embeddings of all reference-paper sentences
 l × d matrix A of the paper with l = RP sentences + the citing sentence.
 """
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -44,6 +44,22 @@ class CitRetSettings:
 
     def to_dict(self) -> Dict:
         return asdict(self)
+
+
+def encoder_input(text: str, preprocess_for_encoder: bool = True, tokens: Optional[Sequence[str]] = None) -> str:
+    """What the encoder sees for ``text``: its pre-processed tokens joined by
+    spaces (``preprocess_for_encoder``; the raw text when none are left), or
+    the raw text."""
+    if not preprocess_for_encoder:
+        return text
+    tokens = preprocess(text) if tokens is None else tokens
+    return " ".join(tokens) if tokens else text
+
+
+def encoder_pairs(pairs: Sequence[Tuple[str, str, float]], preprocess_for_encoder: bool = True) -> List[Tuple[str, str, float]]:
+    """Fine-tuning pairs with both texts as the encoder sees them at linking time."""
+    return [(encoder_input(a, preprocess_for_encoder), encoder_input(b, preprocess_for_encoder), float(score))
+            for a, b, score in pairs]
 
 
 def _cosine_rows(a: numpy.ndarray, b: numpy.ndarray) -> numpy.ndarray:
@@ -73,9 +89,7 @@ class CitRetScorer:
         self.settings = settings or CitRetSettings()
 
     def encoder_input(self, text: str, tokens: Sequence[str]) -> str:
-        if self.settings.preprocess_for_encoder and tokens:
-            return " ".join(tokens)
-        return text
+        return encoder_input(text, self.settings.preprocess_for_encoder, tokens)
 
     def prepare(self, candidates: Sequence[str]) -> PreparedReference:
         tokens = [preprocess(t) for t in candidates]

@@ -4,9 +4,10 @@ gensim ``KeyedVectors.wmdistance`` (POT solves the transport problem).
 Word vectors are either a Word2Vec model the project trains on the full text
 of the CL-SciSumm reference papers (:func:`train_word2vec`,
 ``spacy-rhetoric link-word2vec``), or any vectors file the user points to
-(:func:`load_vectors`: gensim ``KeyedVectors.save`` files, word2vec binary
-``.bin``/``.bin.gz`` such as the GoogleNews vectors, or word2vec text
-``.txt``/``.vec``). Nothing is downloaded.
+(:func:`load_vectors`: word2vec binary ``.bin``/``.bin.gz`` such as the
+GoogleNews vectors, or word2vec text ``.txt``/``.vec``). gensim
+``KeyedVectors.save`` files are pickles and are refused; the project writes
+word2vec binary (:func:`save_vectors`). Nothing is downloaded.
 
 gensim normalises the word vectors to unit length (``norm=True``, its
 default since 4.0) before computing distances.
@@ -60,19 +61,72 @@ def train_word2vec(
     return model.wv
 
 
+GZIP_HEAD = b"\x1f\x8b"
+TEXT_SUFFIXES = (".txt", ".vec", ".txt.gz", ".vec.gz")
+
+
+def _is_text_format(path: Path) -> bool:
+    return path.name.lower().endswith(TEXT_SUFFIXES)
+
+
+def check_word2vec_header(path: Path) -> None:
+    """Refuse anything that is not a word2vec file before gensim reads it:
+    the first line must be ``<number of words> <dimensions>``."""
+    import gzip
+
+    with path.open("rb") as fh:
+        head = fh.read(2)
+    if head == GZIP_HEAD:
+        with gzip.open(path, "rb") as fh:
+            first = fh.readline(200)
+    else:
+        with path.open("rb") as fh:
+            first = fh.readline(200)
+    parts = first.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return
+    if head[:1] == b"\x80" or path.suffix.lower() in (".kv", ".model", ".pkl", ".pickle"):
+        raise ValueError(
+            f"{path}: not a word2vec file (looks like a pickle, e.g. gensim KeyedVectors.save / .kv); "
+            "pickles can run code when loaded and are refused. Give word vectors in word2vec binary "
+            "(.bin) or text (.txt/.vec) format, e.g. re-run spacy-rhetoric link-word2vec"
+        )
+    raise ValueError(
+        f"{path}:1: not a word2vec file: the first line must be '<words> <dimensions>', "
+        f"got {first[:60]!r}; give word2vec binary (.bin) or text (.txt/.vec) vectors"
+    )
+
+
 def load_vectors(path: Union[str, Path]):
-    """Load word vectors from a gensim KeyedVectors file or a word2vec file."""
+    """Word vectors from a word2vec file: text when the name ends in ``.txt``
+    / ``.vec`` (optionally ``.gz``), else binary (any name, e.g. ``.bin``,
+    ``.bin.gz``). Nothing else is read: gensim ``KeyedVectors.save`` files
+    (``.kv``) are pickles and are refused with a ValueError, as is any file
+    whose first line is not the word2vec header."""
     from gensim.models import KeyedVectors
 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"word vectors file {path} does not exist")
-    name = path.name.lower()
-    if name.endswith((".bin", ".bin.gz")):
-        return KeyedVectors.load_word2vec_format(str(path), binary=True)
-    if name.endswith((".txt", ".vec", ".txt.gz", ".vec.gz")):
-        return KeyedVectors.load_word2vec_format(str(path), binary=False)
-    return KeyedVectors.load(str(path))
+    if not path.is_file():
+        raise ValueError(f"word vectors path {path} is not a file")
+    check_word2vec_header(path)
+    try:
+        return KeyedVectors.load_word2vec_format(str(path), binary=not _is_text_format(path))
+    except (ValueError, EOFError, UnicodeDecodeError, IndexError) as err:
+        raise ValueError(f"{path}: cannot read word2vec vectors: {err}") from None
+
+
+def save_vectors(kv, path: Union[str, Path]) -> None:
+    """Write ``kv`` as word2vec text (``.txt``/``.vec``) or binary (any other
+    name), atomically; :func:`load_vectors` reads it back."""
+    from ..io import atomic_path
+
+    path = Path(path)
+    if path.name.lower().endswith(".gz"):
+        raise ValueError(f"{path}: compressed output is not supported, use a .bin or .txt name")
+    with atomic_path(path) as tmp:
+        kv.save_word2vec_format(str(tmp), binary=not _is_text_format(path))
 
 
 def wmd_distances(kv, query: Sequence[str], candidates: Sequence[Sequence[str]]) -> numpy.ndarray:

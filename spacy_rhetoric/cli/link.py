@@ -7,7 +7,7 @@ text span retrieval on CL-SciSumm (task 1a).
     spacy-rhetoric link --evaluate ROOT [ROOT ...] --topics C98-1097,D09-1023 ...
     # fine-tune the encoder / train Word2Vec
     spacy-rhetoric link-train ROOT [ROOT ...] --exclude-topics ... --output DIR
-    spacy-rhetoric link-word2vec ROOT [ROOT ...] --output w2v.kv
+    spacy-rhetoric link-word2vec ROOT [ROOT ...] --output w2v.bin
 """
 import json
 import os
@@ -19,7 +19,10 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
+from ..citret.wmd import check_word2vec_header, load_vectors
+from ..io import PathError, atomic_write_json, atomic_write_lines, check_input, check_output
 from . import app
+from .common import fail, guard, non_negative_int, nothing_done, positive_int
 
 ANN_RE = re.compile(r"citance\s+number\s*:", re.IGNORECASE)
 
@@ -53,16 +56,15 @@ def build_linker(
 ):
     """``(nlp, linker)``: a saved pipeline with a linker (``model``) or a blank
     English pipeline with a new linker; ``encoder``/``vectors``/switches
-    override the configuration."""
+    override the configuration. The encoder is loaded here, so that a bad
+    encoder fails before any work. Raises ValueError / OSError."""
     import spacy
-
-    from ..citret.wmd import load_vectors
 
     if model is not None:
         nlp = spacy.load(model)
         names = [n for n, p in nlp.pipeline if p.__class__.__name__ == "CitanceLinker"]
         if not names:
-            msg.fail(f"{model} has no rhetoric_citance_linker component", exits=1)
+            raise ValueError(f"{model} has no rhetoric_citance_linker component")
         linker = nlp.get_pipe(names[0])
     else:
         nlp = spacy.blank("en")
@@ -77,15 +79,16 @@ def build_linker(
     linker.settings.preprocess_for_encoder = preprocess_for_encoder
     linker.cfg.update(linker.settings.to_dict())
     linker.cfg["top_k"] = k
-    if encoder is not None and model is not None:
-        from ..citret.encoder import SentenceEncoder
-
-        linker.set_encoder(SentenceEncoder(str(encoder), max_length=linker.cfg["max_length"]))
     if vectors is not None:
         linker.set_vectors(load_vectors(vectors), path=str(vectors))
     if use_wmd and linker.vectors is None:
-        msg.fail("WMD is on but no word vectors were given: use --vectors FILE (see link-word2vec) or --no-wmd",
-                 exits=1)
+        raise ValueError("WMD is on but no word vectors were given: use --vectors FILE (see link-word2vec) "
+                         "or --no-wmd")
+    if encoder is not None and model is not None:
+        from ..citret.encoder import CitRetEncoder
+
+        linker.set_encoder(CitRetEncoder(str(encoder), max_length=linker.cfg["max_length"]))
+    _ = linker.encoder
     return nlp, linker
 
 
@@ -116,12 +119,34 @@ def _read_citances(path: Path):
         out = []
         for cit in merge_annotators(records):
             if cit.text:
-                rec = cit.records[0]
-                out.append((cit.text, {"citing_article": rec.citing_article,
-                                       "citance_number": rec.citance_number,
-                                       "gold": sorted(cit.gold)}))
+                out.append((cit.text, {"citing_article": cit.citing_article,
+                                       "citance_number": cit.citance_number,
+                                       "gold": cit.gold_by_annotator}))
         return out
     return [(line.strip(), {}) for line in text.splitlines() if line.strip()]
+
+
+def _check_link_paths(paths: List[Path], evaluate: bool, model: Optional[Path], vectors: Optional[Path],
+                      output: Optional[Path]) -> None:
+    """Every input exists with the right kind and ``output`` can be written
+    (not an input), before anything is loaded. Raises PathError."""
+    if evaluate:
+        for path in paths:
+            check_input(path, what="topic directory", file_ok=False, dir_ok=True)
+    else:
+        if len(paths) != 2:
+            raise PathError(f"expected REFERENCE CITANCES (2 paths), got {len(paths)}; "
+                            "or --evaluate with topic directories")
+        check_input(paths[0], what="reference paper")
+        if str(paths[1]) != "-":
+            check_input(paths[1], what="citances file")
+    if model is not None:
+        check_input(model, what="--model pipeline", file_ok=False, dir_ok=True)
+    if vectors is not None:
+        check_input(vectors, what="--vectors file")
+    if output is not None:
+        inputs = [p for p in paths if str(p) != "-"] + [p for p in (vectors,) if p is not None]
+        check_output(output, what="--output", inputs=inputs)
 
 
 @app.command("link")
@@ -131,62 +156,85 @@ def link_cli(
     topics: Optional[str] = typer.Option(None, help="--evaluate: comma-separated topic ids (or a file of ids)"),
     model: Optional[Path] = typer.Option(None, help="Saved spaCy pipeline with a rhetoric_citance_linker"),
     encoder: Optional[str] = typer.Option(None, help="Encoder dir or HF name (default: the config's MiniLM)"),
-    vectors: Optional[Path] = typer.Option(None, help="Word vectors for WMD (gensim .kv, word2vec .bin/.txt)"),
+    vectors: Optional[Path] = typer.Option(None, help="Word vectors for WMD (word2vec .bin or .txt/.vec)"),
     wce: bool = typer.Option(True, "--wce/--no-wce", help="Weighted contextual embeddings (shared n-grams)"),
     denoise: bool = typer.Option(True, "--denoise/--no-denoise", help="Common component removal"),
     wmd: bool = typer.Option(True, "--wmd/--no-wmd", help="Add -WMD (non-contextual similarity)"),
     preprocess_text: bool = typer.Option(True, "--preprocess/--no-preprocess",
                                          help="Encode pre-processed text (as link-train does) or raw text"),
-    k: int = typer.Option(3, "-k", help="Sentences returned per citance"),
+    k: int = typer.Option(3, "-k", callback=positive_int, help="Sentences returned per citance (>= 1)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSON(L) output file (default stdout)"),
-    threads: int = typer.Option(1, help="torch threads (0 = torch default)"),
+    threads: int = typer.Option(1, callback=non_negative_int, help="torch threads (0 = torch default)"),
 ) -> None:
     """Rank reference-paper sentences for citing sentences (CitRet).
 
     REFERENCE is a CL-SciSumm reference XML or a text file with one sentence
     per line (sid = line number); CITANCES is a CL-SciSumm annotation file or
     a text file with one citing sentence per line ('-' = stdin). With
-    --evaluate, PATHS are topic directories or roots holding them; each
-    topic's annotation files are merged per citance (union of the
-    annotators' reference offsets) and P/R/F1 are micro-averaged."""
-    _threads(threads)
-    nlp, linker = build_linker(model, encoder, vectors, wce, denoise, wmd, k, preprocess_text)
-    if evaluate:
-        from ..citret.corpus import evaluate_topics, select_topics
+    --evaluate, PATHS are topic directories or roots holding them; a citance
+    is (topic, citing article, citance number) and is scored with two
+    protocols: the union of the annotators' reference offsets (micro P/R/F1),
+    and per annotator then averaged over annotators (the official CL-SciSumm
+    task 1a protocol). The --output JSON lists every scored citance."""
+    from tqdm import tqdm
 
-        chosen = select_topics(paths, include=_split_ids(topics))
-        if not chosen:
-            msg.fail("no topics selected", exits=1)
+    from ..citret.corpus import evaluate_topics, select_topics
+
+    with guard("link"):
+        _check_link_paths(paths, evaluate, model, vectors, output)
+        chosen = select_topics(paths, include=_split_ids(topics)) if evaluate else None
+        if evaluate and not chosen:
+            nothing_done("no topics selected")
+        if vectors is not None:
+            check_word2vec_header(vectors)
+    _threads(threads)
+    try:
+        with guard("link"):
+            nlp, linker = build_linker(model, encoder, vectors, wce, denoise, wmd, k, preprocess_text)
+    except OSError as err:
+        fail(f"link: cannot load the encoder {encoder or model or 'of the default config'}: "
+             f"{str(err).splitlines()[0]}")
+    if evaluate:
         result = evaluate_topics(linker, nlp, chosen, k=k)
         result["settings"] = linker.settings.to_dict()
         result["encoder"] = encoder or (str(model) if model else linker.cfg["model_name"])
         result["vectors"] = str(vectors) if vectors else linker.cfg.get("vectors_path")
+        counts = result["counts"]
+        msg.info(f"{counts['records_read']} annotation records read ({counts['records_malformed']} malformed), "
+                 f"{counts['citances_read']} citances read, {counts['citances_scored']} scored, "
+                 f"{counts['citances_skipped']} skipped" + (f" {result['skipped']}" if result["skipped"] else ""))
+        union, per_ann = result["protocols"]["union"], result["protocols"]["per_annotator"]
         msg.table(
-            [(result["citances"], f"{result['precision']:.4f}", f"{result['recall']:.4f}", f"{result['f1']:.4f}",
-              f"{result['seconds_per_citance']:.3f}")],
-            header=("citances", "P", "R", "F1", "s/citance"),
+            [("union", union["citances"], f"{union['precision']:.4f}", f"{union['recall']:.4f}",
+              f"{union['f1']:.4f}"),
+             (f"per annotator (mean of {per_ann['annotators']})", union["citances"],
+              f"{per_ann['precision']:.4f}", f"{per_ann['recall']:.4f}", f"{per_ann['f1']:.4f}")],
+            header=("protocol", "citances", "P", "R", "F1"),
         )
-        if result["skipped"]:
-            msg.warn(f"skipped: {result['skipped']}")
-        text = json.dumps(result, indent=2)
+        if result["seconds_per_citance"] is not None:
+            msg.text(f"{result['seconds_per_citance']:.3f} s / citance")
         if output:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text + "\n", encoding="utf8")
+            atomic_write_json(output, result)
             msg.good(f"Wrote {output}")
+        else:
+            print(json.dumps(result, indent=2))
+        if not counts["citances_scored"]:
+            nothing_done("no citance with a citation text in the selected topics")
         return
-    if len(paths) != 2:
-        msg.fail("expected REFERENCE CITANCES (or --evaluate with topic directories)", exits=1)
-    reference = _read_reference(nlp, paths[0])
+    with guard("link"):
+        reference = _read_reference(nlp, paths[0])
+        citances = _read_citances(paths[1])
+    if not citances:
+        nothing_done(f"no citance in {paths[1]}")
     lines = []
-    for text, extra in _read_citances(paths[1]):
+    for text, extra in tqdm(citances, desc="linking citances", unit="citance"):
         links = linker.link(text, reference, k=k)
-        lines.append(json.dumps({"citance": text, **extra, "links": links}))
+        lines.append({"citance": text, **extra, "links": links})
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text("\n".join(lines) + "\n", encoding="utf8")
+        atomic_write_lines(output, lines)
         msg.good(f"Wrote {len(lines)} citances to {output}")
     else:
-        print("\n".join(lines))
+        print("\n".join(json.dumps(line) for line in lines))
 
 
 @app.command("link-train")
@@ -214,11 +262,17 @@ def link_train_cli(
     import time
 
     from ..citret.corpus import select_topics, training_pairs
-    from ..citret.encoder import SentenceEncoder, finetune
-    from ..citret.text import preprocess
+    from ..citret.encoder import CitRetEncoder, finetune
+    from ..citret.scoring import encoder_pairs
 
+    with guard("link-train"):
+        for root in roots:
+            check_input(root, what="topic directory", file_ok=False, dir_ok=True)
+        check_output(output, what="--output", inputs=roots, dir_ok=True)
+        chosen = select_topics(roots, include=_split_ids(topics), exclude=_split_ids(exclude_topics))
+    if not chosen:
+        nothing_done("no topics selected")
     _threads(threads)
-    chosen = select_topics(roots, include=_split_ids(topics), exclude=_split_ids(exclude_topics))
     msg.info(f"{len(chosen)} topics ({sum(t.auto for t in chosen)} automatic)")
     pairs, stats, counts = training_pairs(chosen, seed=seed)
     msg.info(stats.summary())
@@ -227,9 +281,10 @@ def link_train_cli(
     n_all = len(pairs)
     if max_pairs is not None and max_pairs < len(pairs):
         pairs = random.Random(seed).sample(pairs, max_pairs)
-    if not no_preprocess:
-        pairs = [(" ".join(preprocess(a)) or a, " ".join(preprocess(b)) or b, s) for a, b, s in pairs]
-    encoder = SentenceEncoder(base_model, max_length=max_length)
+    if not pairs:
+        nothing_done("no training pairs (no citance with a citation text and a gold sentence)")
+    pairs = encoder_pairs(pairs, not no_preprocess)
+    encoder = CitRetEncoder(base_model, max_length=max_length)
     start = time.perf_counter()
     if max_steps is not None and max_steps <= 0:
         max_steps = None
@@ -242,14 +297,15 @@ def link_train_cli(
             "seconds_this_run": seconds, "base_model": base_model, "batch_size": batch_size,
             "learning_rate": learning_rate, "max_steps": max_steps, "epochs_requested": epochs,
             "preprocess_for_encoder": not no_preprocess, "pair_stats": stats.summary()}
-    (output / "training.json").write_text(json.dumps(info, indent=2), encoding="utf8")
+    atomic_write_json(output / "training.json", info)
     msg.good(f"Saved encoder to {output / 'encoder'} ({int(result['steps'])} steps, {seconds:.0f}s)")
 
 
 @app.command("link-word2vec")
 def link_word2vec_cli(
     roots: List[Path] = typer.Argument(..., help="CL-SciSumm topic roots/dirs whose reference papers to train on"),
-    output: Path = typer.Option(..., "--output", "-o", help="KeyedVectors file to write"),
+    output: Path = typer.Option(..., "--output", "-o",
+                                help="Vectors file to write: word2vec text for .txt/.vec, else word2vec binary"),
     exclude_topics: Optional[str] = typer.Option(None, help="Comma-separated topic ids (or file) to leave out"),
     vector_size: int = typer.Option(100),
     window: int = typer.Option(5),
@@ -259,18 +315,24 @@ def link_word2vec_cli(
     workers: int = typer.Option(1),
 ) -> None:
     """Train Word2Vec on the pre-processed full texts of the reference papers
-    (the word vectors of CitRet's WMD) and save gensim KeyedVectors."""
+    (the word vectors of CitRet's WMD) and save them in word2vec format."""
     import time
 
     from ..citret.corpus import reference_token_sentences, select_topics
-    from ..citret.wmd import train_word2vec
+    from ..citret.wmd import save_vectors, train_word2vec
 
-    chosen = select_topics(roots, exclude=_split_ids(exclude_topics))
+    with guard("link-word2vec"):
+        for root in roots:
+            check_input(root, what="topic directory", file_ok=False, dir_ok=True)
+        check_output(output, what="--output", inputs=roots)
+        chosen = select_topics(roots, exclude=_split_ids(exclude_topics))
+    if not chosen:
+        nothing_done("no topics selected")
     sentences = list(reference_token_sentences(chosen))
     start = time.perf_counter()
-    kv = train_word2vec(sentences, vector_size=vector_size, window=window, min_count=min_count,
-                        epochs=epochs, seed=seed, workers=workers)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    kv.save(str(output))
+    with guard("link-word2vec"):
+        kv = train_word2vec(sentences, vector_size=vector_size, window=window, min_count=min_count,
+                            epochs=epochs, seed=seed, workers=workers)
+        save_vectors(kv, output)
     msg.good(f"{len(chosen)} papers, {len(sentences)} sentences -> {len(kv)} words x {kv.vector_size} "
              f"in {time.perf_counter() - start:.0f}s: {output}")

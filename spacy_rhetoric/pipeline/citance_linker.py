@@ -8,7 +8,7 @@ contextual + non-contextual similarity (see ``spacy_rhetoric.citret``).
 Usage::
 
     nlp = spacy.blank("en"); nlp.add_pipe("sentencizer")
-    linker = nlp.add_pipe("rhetoric_citance_linker", config={"vectors_path": "w2v.kv"})
+    linker = nlp.add_pipe("rhetoric_citance_linker", config={"vectors_path": "w2v.bin"})
     nlp.initialize()
     ref = doc_from_sentences(nlp, sentences, sids=sids)   # the reference paper
     linker.link("Their tagger uses ...", ref, k=3)        # -> [{"sid", "start_char", ...}]
@@ -56,8 +56,9 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from .. import extensions
-from ..citret.scoring import CitRetScorer, CitRetSettings
+from ..citret.scoring import CitRetScorer, CitRetSettings, encoder_pairs
 from ..citret.text import preprocess
+from ..citret.wmd import load_vectors, save_vectors
 
 REFERENCE_KEY = "citance_reference"
 DEFAULT_REFERENCE = "default"
@@ -65,44 +66,19 @@ DEFAULT_REFERENCE = "default"
 default_config = {
     "model_name": "sentence-transformers/all-MiniLM-L6-v2",
     "max_length": 128,
-    "use_wce": True,
-    "ngram_n": 2,
-    "use_denoising": True,
-    "n_components": 3,
-    "use_wmd": True,
-    "wmd_weight": 1.0,
-    "preprocess_for_encoder": True,
+    **CitRetSettings().to_dict(),  # use_wce, ngram_n, use_denoising, ..., batch_size
     "vectors_path": None,
     "top_k": 3,
-    "batch_size": 32,
     "citance_pattern": None,
     "scorer": {"@scorers": "spacy_rhetoric.citance_link_scorer.v1"},
 }
-
-DEFAULT_LINKER_CONFIG = """
-[citance_linker]
-model_name = "sentence-transformers/all-MiniLM-L6-v2"
-max_length = 128
-use_wce = true
-ngram_n = 2
-use_denoising = true
-n_components = 3
-use_wmd = true
-wmd_weight = 1.0
-preprocess_for_encoder = true
-vectors_path = null
-top_k = 3
-batch_size = 32
-citance_pattern = null
-
-[citance_linker.scorer]
-@scorers = "spacy_rhetoric.citance_link_scorer.v1"
-"""
+VECTORS_FILE = "vectors.bin"  # word2vec binary (no pickle)
+OLD_VECTORS_FILE = "vectors.kv"  # gensim pickle written by older versions: refused
 
 
 @Language.factory(
     "rhetoric_citance_linker",
-    assigns=["doc._.citance_links"],
+    assigns=["doc._.citance_links", "doc.user_data"],
     default_config=default_config,
     default_score_weights={"citance_link_f": 1.0, "citance_link_p": 0.0, "citance_link_r": 0.0},
 )
@@ -118,33 +94,17 @@ def make_citance_linker(
     use_wmd: bool,
     wmd_weight: float,
     preprocess_for_encoder: bool,
+    batch_size: int,
     vectors_path: Optional[str],
     top_k: int,
-    batch_size: int,
     citance_pattern: Optional[str],
     scorer: Optional[Callable],
 ) -> "CitanceLinker":
     """Link citing sentences to the reference-paper sentences they cite (CitRet)."""
-    return CitanceLinker(
-        nlp.vocab,
-        name=name,
-        model_name=model_name,
-        max_length=max_length,
-        settings=CitRetSettings(
-            use_wce=use_wce,
-            ngram_n=ngram_n,
-            use_denoising=use_denoising,
-            n_components=n_components,
-            use_wmd=use_wmd,
-            wmd_weight=wmd_weight,
-            preprocess_for_encoder=preprocess_for_encoder,
-            batch_size=batch_size,
-        ),
-        vectors_path=vectors_path,
-        top_k=top_k,
-        citance_pattern=citance_pattern,
-        scorer=scorer,
-    )
+    given = locals()
+    settings = CitRetSettings(**{f: given[f] for f in CitRetSettings.__dataclass_fields__})
+    return CitanceLinker(nlp.vocab, name=name, model_name=model_name, max_length=max_length, settings=settings,
+                         vectors_path=vectors_path, top_k=top_k, citance_pattern=citance_pattern, scorer=scorer)
 
 
 def _link_sids(entry: Dict[str, Any]) -> List[str]:
@@ -220,16 +180,16 @@ class CitanceLinker(Pipe):
     @property
     def encoder(self):
         if self._encoder is None:
-            from ..citret.encoder import SentenceEncoder
+            from ..citret.encoder import CitRetEncoder
 
             if self._encoder_path is not None:
-                self._encoder = SentenceEncoder.load(self._encoder_path, max_length=self.cfg["max_length"])
+                self._encoder = CitRetEncoder.load(self._encoder_path, max_length=self.cfg["max_length"])
             else:
-                self._encoder = SentenceEncoder(self.cfg["model_name"], max_length=self.cfg["max_length"])
+                self._encoder = CitRetEncoder(self.cfg["model_name"], max_length=self.cfg["max_length"])
         return self._encoder
 
     def set_encoder(self, encoder) -> None:
-        """Use ``encoder`` (a ``citret.encoder.SentenceEncoder``)."""
+        """Use ``encoder`` (a ``citret.encoder.CitRetEncoder``)."""
         self._encoder = encoder
         self._prepared.clear()
 
@@ -237,8 +197,6 @@ class CitanceLinker(Pipe):
     def vectors(self):
         """The word vectors for WMD (loaded from ``vectors_path`` on first use)."""
         if self._vectors is None and self.cfg.get("vectors_path"):
-            from ..citret.wmd import load_vectors
-
             self._vectors = load_vectors(self.cfg["vectors_path"])
         return self._vectors
 
@@ -257,7 +215,9 @@ class CitanceLinker(Pipe):
         return kv
 
     @property
-    def scorer_(self) -> CitRetScorer:
+    def retriever(self) -> CitRetScorer:
+        """The CitRet scorer of candidate sentences with the current encoder,
+        word vectors and settings (``spacy_rhetoric.citret.scoring``)."""
         needs_vectors = self.settings.use_wmd
         return CitRetScorer(self.encoder, self.vectors if needs_vectors else None, self.settings)
 
@@ -296,7 +256,7 @@ class CitanceLinker(Pipe):
         if cached is not None and cached[0] is reference and cached[1] == len(reference):
             return cached[2], cached[3]
         sents = list(reference.sents)
-        prepared = self.scorer_.prepare([s.text for s in sents])
+        prepared = self.retriever.prepare([s.text for s in sents])
         self._prepared[key] = (reference, len(reference), sents, prepared)
         while len(self._prepared) > self.max_cached_references:
             del self._prepared[next(iter(self._prepared))]  # oldest first
@@ -315,7 +275,7 @@ class CitanceLinker(Pipe):
         sents, prepared = self._prepare(reference)
         if not sents:
             return []
-        parts = self.scorer_.score(text, prepared)
+        parts = self.retriever.score(text, prepared)
         order = numpy.argsort(-parts["score"], kind="stable")[: max(k, 0)]
         out = []
         for i in order:
@@ -421,10 +381,7 @@ class CitanceLinker(Pipe):
         Texts are pre-processed exactly as at linking time."""
         from ..citret.encoder import finetune
 
-        scorer = self.scorer_
-        prepared = []
-        for a, b, s in pairs:
-            prepared.append((scorer.encoder_input(a, preprocess(a)), scorer.encoder_input(b, preprocess(b)), s))
+        prepared = encoder_pairs(pairs, self.settings.preprocess_for_encoder)
         stats = finetune(self.encoder, prepared, **kwargs)
         self._prepared.clear()
         return stats
@@ -438,7 +395,7 @@ class CitanceLinker(Pipe):
         if "encoder" not in exclude:
             self.encoder.save(path / "encoder")
         if "vectors" not in exclude and self.vectors is not None:
-            self.vectors.save(str(path / "vectors.kv"))
+            save_vectors(self.vectors, path / VECTORS_FILE)
         if "references" not in exclude:
             keys = sorted(self.references)
             bin_ = DocBin(store_user_data=True, docs=[self.references[k] for k in keys])
@@ -495,11 +452,15 @@ class CitanceLinker(Pipe):
         if "encoder" not in exclude and (path / "encoder").exists():
             self._encoder_path = str(path / "encoder")
             self._encoder = None
-        if "vectors" not in exclude and (path / "vectors.kv").exists():
-            from gensim.models import KeyedVectors
-
-            self._vectors = KeyedVectors.load(str(path / "vectors.kv"))
-            self.cfg["vectors_path"] = str(path / "vectors.kv")
+        if "vectors" not in exclude and (path / VECTORS_FILE).exists():
+            self._vectors = load_vectors(path / VECTORS_FILE)
+            self.cfg["vectors_path"] = str(path / VECTORS_FILE)
+        elif "vectors" not in exclude and (path / OLD_VECTORS_FILE).exists():
+            raise ValueError(
+                f"[{self.name}] {path / OLD_VECTORS_FILE}: word vectors saved as a gensim pickle by an older "
+                "version; pickles can run code when loaded and are refused. Re-create the pipeline's vectors "
+                "(spacy-rhetoric link-word2vec, then link --vectors FILE) and save it again"
+            )
         if "references" not in exclude and (path / "references.spacy").exists():
             keys = srsly.read_json(path / "references.json")
             docs = list(DocBin().from_disk(path / "references.spacy").get_docs(self.vocab))

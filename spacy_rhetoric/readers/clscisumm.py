@@ -296,8 +296,14 @@ def read_annotations(path: Union[str, Path], *, topic: Optional[str] = None,
     with `` | ``-separated fields, or ``.csv`` with a header row), and the
     number of records skipped as malformed (missing a required field:
     citance number, reference/citing article, reference offset). ``stats``
-    (optional) gets the counts and the reasons with file:line."""
+    (optional) gets the counts and the reasons with file:line.
+
+    ``topic``: the topic the file belongs to (its topic directory), default
+    the id in the file name. When it is given, an empty ``Reference Article``
+    is that topic (CSV releases leave the column empty), not a missing field.
+    """
     path = Path(path)
+    from_place = topic
     topic = topic or annotation_topic(path)
     records: List[CitanceRecord] = []
     skipped = 0
@@ -306,6 +312,8 @@ def read_annotations(path: Union[str, Path], *, topic: Optional[str] = None,
     for i, values in rows:
         if stats is not None:
             stats.read += 1
+        if from_place and not values.get("reference_article"):
+            values["reference_article"] = from_place
         missing = [k for k in REQUIRED if not values.get(k)]
         if missing:
             skipped += 1
@@ -329,6 +337,19 @@ def read_annotations(path: Union[str, Path], *, topic: Optional[str] = None,
         ))
         if stats is not None:
             stats.used += 1
+    return records, skipped
+
+
+def read_topic_annotations(topic: "Topic", *, stats: Optional[ReadStats] = None
+                           ) -> Tuple[List[CitanceRecord], int]:
+    """All records of all annotation files of ``topic`` (their topic is the
+    topic directory's id) and the number of malformed records skipped."""
+    records: List[CitanceRecord] = []
+    skipped = 0
+    for path in topic.annotation_files:
+        recs, n_bad = read_annotations(path, topic=topic.topic_id, stats=stats)
+        records.extend(recs)
+        skipped += n_bad
     return records, skipped
 
 
