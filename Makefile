@@ -23,8 +23,9 @@ $(STAMP): setup.py pyproject.toml
 
 install: $(STAMP)
 
+# spacy-rhetoric demo (spacy_rhetoric/cli/demo.py); options: $(PY) -m spacy_rhetoric demo --help
 demo: install
-	$(PY) scripts/demo.py
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m spacy_rhetoric demo
 
 # ruff first (lint + import order, pyproject.toml); pytest exits 5 when it
 # collected no tests, which fails here like any other non-zero code.

@@ -45,6 +45,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
         "spacy_rhetoric.ContextSentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_context_sentence_encoder",
         "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:ChunkedTransformerModel",
+        "spacy_rhetoric.ChunkedTok2VecTransformer.v1 = spacy_rhetoric.ml.transformer:chunked_tok2vec_transformer",
     ],
     "spacy_scorers": [
         "spacy_rhetoric.function_classifier_scorer.v1 = spacy_rhetoric.pipeline.function_classifier:make_function_classifier_scorer",
@@ -85,7 +86,7 @@ setup(
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf8"),
     long_description_content_type="text/markdown",
     packages=find_packages(exclude=["tests", "tests.*"]),
-    package_data={"spacy_rhetoric": ["assets/*", "configs/*.cfg"]},
+    package_data={"spacy_rhetoric": ["assets/*.txt"], "spacy_rhetoric.configs": ["*.cfg"]},
     include_package_data=True,
     python_requires=">=3.9",
     install_requires=INSTALL_REQUIRES,

@@ -1,41 +1,63 @@
-"""The pieces of ``make demo`` (scripts/demo.py): train a small CPU function
-classifier and sentence encoder on CSAbstruct with ``spacy train``, assemble
-them with the English parser and the phrase labeler into one pipeline, and
-annotate a paper with it.
+"""``spacy-rhetoric demo`` (and ``make demo``): train a small CPU function
+classifier and sentence encoder on CSAbstruct with ``spacy train`` and the
+packaged configs (``spacy_rhetoric/configs/classifier_cpu.cfg``,
+``encoder_cpu.cfg``), assemble them with the English parser and the phrase
+labeler into one pipeline (``spacy_rhetoric.assemble``), and annotate a paper
+with it (by default the packaged ``assets/sample_paper.txt``).
 
-Everything runs offline on a CPU. Trained models are kept under the output
-directory (``.demo/`` by default) and reused by later runs.
+Everything runs offline on a CPU, from a checkout or an installed wheel.
+Trained models are kept under the output directory (``.demo/`` by default)
+and reused by later runs. Data: ``$SPACY_RHETORIC_DATA``, else
+``../shared/data`` (from the current directory, or beside the source checkout).
 """
+import hashlib
 import json
 import os
 import time
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-import spacy
 from spacy.language import Language
 
-from .util import load_parser
+from .assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
+from .configs import config_path
+from .io import PathError, check_input, check_output
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "configs"
+DATA_ENV = "SPACY_RHETORIC_DATA"
 PHRASES_DIR = "iwatsuki2021-fe-database-cl"
 CSABSTRUCT_DIR = "csabstruct"
-
-CLASSIFIER = "rhetoric_function_classifier"
-ENCODER = "rhetoric_sentence_encoder"
-TOK2VEC_FACTORIES = ("tok2vec", "transformer")
+SAMPLE_PAPER = "sample_paper.txt"
 
 
-class DemoError(RuntimeError):
+class DemoError(PathError):
     """A problem the user can fix (missing data, bad path); printed without a traceback."""
 
 
+def default_data_dirs() -> List[Path]:
+    """Where the demo looks for data without ``$SPACY_RHETORIC_DATA``:
+    ``../shared/data`` from the current directory, then (when the package is
+    imported from a source checkout) beside that checkout."""
+    dirs = [Path.cwd().parent / "shared" / "data"]
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "setup.py").is_file() and checkout.parent / "shared" / "data" != dirs[0].resolve():
+        dirs.append(checkout.parent / "shared" / "data")
+    return dirs
+
+
 def data_dir() -> Path:
-    """``$SPACY_RHETORIC_DATA``, or ``../shared/data`` next to the repository."""
-    env = os.environ.get("SPACY_RHETORIC_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data"
+    """``$SPACY_RHETORIC_DATA``, or the first of ``default_data_dirs()`` that exists."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    dirs = default_data_dirs()
+    return next((d for d in dirs if d.is_dir()), dirs[0])
+
+
+def sample_paper() -> Path:
+    """The packaged sample paper (plain text, blank-line paragraphs)."""
+    return Path(str(files(__package__) / "assets" / SAMPLE_PAPER))
 
 
 @dataclass
@@ -55,9 +77,9 @@ def find_data(root: Optional[Path] = None) -> DemoData:
     if missing:
         raise DemoError(
             "The demo data is missing:\n  " + "\n  ".join(missing)
-            + f"\nSet SPACY_RHETORIC_DATA to the directory that holds {CSABSTRUCT_DIR}/train.jsonl, "
-            f"{CSABSTRUCT_DIR}/dev.jsonl and {PHRASES_DIR}/ (see project.yml assets; "
-            f"default: {REPO.parent / 'shared' / 'data'})."
+            + f"\nSet {DATA_ENV} to the directory that holds {CSABSTRUCT_DIR}/train.jsonl, "
+            f"{CSABSTRUCT_DIR}/dev.jsonl and {PHRASES_DIR}/ (see project.yml assets; without it the "
+            f"demo looks in: {', '.join(str(d) for d in default_data_dirs())})."
         )
     return data
 
@@ -69,32 +91,46 @@ def find_data(root: Optional[Path] = None) -> DemoData:
 
 def convert_csabstruct(jsonl: Path, output: Path) -> Path:
     """CSAbstruct ``.jsonl`` -> ``.spacy`` DocBin with gold sentence labels
-    (the input of the encoder's SentenceCorpus reader). Kept if it exists."""
+    (the input of the encoder's SentenceCorpus reader). Kept if it exists and
+    is newer than ``jsonl``."""
     from .cli.convert import convert_corpus
 
-    if not output.exists():
+    if not output.exists() or output.stat().st_mtime_ns < jsonl.stat().st_mtime_ns:
         stats = convert_corpus("csabstruct", jsonl, output)
         print(f"  converted {jsonl} -> {output} ({stats.docs} abstracts, {stats.sentences} sentences)")
     return output
 
 
-def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, retrain: bool = False) -> Path:
+def _stamp(config: Path, overrides: Dict[str, Any], inputs: List[Path]) -> str:
+    """What a trained model depends on: the config text, the overrides and
+    the size and mtime of the input files."""
+    return json.dumps({
+        "config_sha1": hashlib.sha1(config.read_bytes()).hexdigest(),
+        "overrides": {k: str(v) for k, v in overrides.items()},
+        "inputs": {str(p): [p.stat().st_size, p.stat().st_mtime_ns] for p in inputs},
+    }, sort_keys=True)
+
+
+def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inputs: List[Path] = (),
+                   retrain: bool = False) -> Path:
     """Train ``config`` with ``spacy.cli.train.train`` into ``output`` and
     return the final model (``model-last``, whose meta.json holds the dev
     scores of its last evaluation, which is the final step). A model already
-    in ``output`` trained with the same overrides is reused."""
+    in ``output`` trained from the same config, overrides and ``inputs``
+    (files, by size and mtime) is reused."""
     from spacy.cli.train import train
 
     model = output / "model-last"
-    stamp = output / "demo_overrides.json"
-    wanted = json.dumps({k: str(v) for k, v in sorted(overrides.items())}, sort_keys=True)
+    stamp = output / "demo_stamp.json"
+    wanted = _stamp(config, overrides, list(inputs))
     if not retrain and (model / "meta.json").exists() and stamp.exists() and stamp.read_text() == wanted:
         print(f"  reusing {model} (delete {output} or pass --retrain to train again)")
         return model
+    stamp.unlink(missing_ok=True)  # an interrupted run is never reused
     start = time.perf_counter()
     train(config, output, use_gpu=-1, overrides=overrides)
     stamp.write_text(wanted)
-    print(f"  trained {config.name} in {time.perf_counter() - start:.0f} s -> {model}")
+    print(f"  trained {config} in {time.perf_counter() - start:.0f} s -> {model}")
     return model
 
 
@@ -119,13 +155,13 @@ def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
 
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
                       retrain: bool = False) -> Tuple[Path, Path]:
-    """Train the CPU classifier (configs/classifier_cpu.cfg: tok2vec + context
-    architecture) and encoder (configs/encoder_cpu.cfg) into ``output``."""
+    """Train the CPU classifier (packaged config ``classifier_cpu``: tok2vec +
+    context architecture) and encoder (``encoder_cpu``) into ``output``."""
     output.mkdir(parents=True, exist_ok=True)
     print(f"\n== training the function classifier ({classifier_steps} steps) ==")
     classifier = train_pipeline(
-        CONFIGS / "classifier_cpu.cfg", output / "classifier",
-        training_overrides(data.train, data.dev, classifier_steps), retrain=retrain)
+        config_path("classifier_cpu"), output / "classifier",
+        training_overrides(data.train, data.dev, classifier_steps), inputs=[data.train, data.dev], retrain=retrain)
     print(f"\n== training the sentence encoder ({encoder_steps} steps) ==")
     corpus = output / "corpus"
     train_spacy = convert_csabstruct(data.train, corpus / "train.spacy")
@@ -133,51 +169,9 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     encoder_overrides = training_overrides(train_spacy, dev_spacy, encoder_steps)
     # The config's warm-up schedule runs to training.max_steps; keep it short.
     encoder_overrides["training.optimizer.learn_rate.warmup_steps"] = max(1, encoder_steps // 10)
-    encoder = train_pipeline(CONFIGS / "encoder_cpu.cfg", output / "encoder", encoder_overrides, retrain=retrain)
+    encoder = train_pipeline(config_path("encoder_cpu"), output / "encoder", encoder_overrides,
+                             inputs=[train_spacy, dev_spacy], retrain=retrain)
     return classifier, encoder
-
-
-# --------------------------------------------------------------------------
-# Assembly
-# --------------------------------------------------------------------------
-
-
-def _component(nlp: Language, factory: str) -> str:
-    names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == factory]
-    if len(names) != 1:
-        raise ValueError(f"expected one {factory} component, found {names} in {nlp.pipe_names}")
-    return names[0]
-
-
-def _detach_listeners(trained: Language, name: str) -> None:
-    """Give ``name`` its own copy of the tok2vec/transformer it listens to in
-    its training pipeline, so that it runs without that upstream component
-    (and never listens to the parser's own ``tok2vec`` by accident)."""
-    for upstream in trained.pipe_names:
-        if trained.get_pipe_meta(upstream).factory not in TOK2VEC_FACTORIES:
-            continue
-        if name in getattr(trained.get_pipe(upstream), "listening_components", []):
-            trained.replace_listeners(upstream, name, ["model.tok2vec"])
-
-
-def assemble(parser: Union[str, Language], phrases: Union[Path, List[Tuple[str, str]], None],
-             trained: List[Union[Path, Language]], *, n: int = 5) -> Language:
-    """Parser + ``rhetoric_phrase_labeler`` (initialised from ``phrases``) +
-    the classifier / encoder of each trained pipeline in ``trained``, sourced
-    with ``nlp.add_pipe(name, source=trained_nlp)``."""
-    nlp = load_parser(parser, exclude=["ner"]) if isinstance(parser, str) else parser
-    if phrases is not None:
-        labeler = nlp.add_pipe("rhetoric_phrase_labeler", config={"n": n})
-        labeler.initialize(phrases=str(phrases) if isinstance(phrases, Path) else phrases, nlp=nlp)
-    for source in trained:
-        source_nlp = spacy.load(source) if not isinstance(source, Language) else source
-        for factory in (CLASSIFIER, ENCODER):
-            if factory not in [source_nlp.get_pipe_meta(n).factory for n in source_nlp.pipe_names]:
-                continue
-            name = _component(source_nlp, factory)
-            _detach_listeners(source_nlp, name)
-            nlp.add_pipe(name, name=factory, source=source_nlp)
-    return nlp
 
 
 # --------------------------------------------------------------------------
@@ -250,3 +244,46 @@ def annotate(nlp: Language, text: str, *, n_similar: int = 3, width: int = 100) 
 
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# --------------------------------------------------------------------------
+# The whole demo
+# --------------------------------------------------------------------------
+
+
+def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *, classifier_steps: int = 400,
+        encoder_steps: int = 400, retrain: bool = False, parser: str = "en_core_web_sm") -> Dict[str, int]:
+    """Train (or reuse) the two models under ``output``, assemble
+    ``output/pipeline``, annotate ``paper`` (default: the packaged sample
+    paper) and print the dev scores. Inputs and outputs are checked before any
+    work; returns the counts of ``annotate``."""
+    from . import __version__
+
+    start = time.perf_counter()
+    data = find_data()
+    paper = check_input(paper if paper is not None else sample_paper(), what="paper")
+    inputs = [data.train, data.dev, data.phrases, paper]
+    check_output(output, what="demo output directory", inputs=inputs, dir_ok=True)
+    pipeline_dir = check_pipeline_output(output / "pipeline", inputs=inputs)
+    print(f"spacy_rhetoric {__version__}; data from {data.train.parent.parent}; "
+          f"configs from {config_path('classifier_cpu').parent}")
+
+    classifier, encoder = train_demo_models(
+        data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain)
+    nlp, _ = assemble(parser, [(classifier, CLASSIFIER), (encoder, ENCODER)], phrases=data.phrases)
+    save_pipeline(nlp, pipeline_dir)
+    print(f"\npipeline {nlp.pipe_names} -> {pipeline_dir}")
+
+    counts = annotate(nlp, paper.read_text(encoding="utf8"))
+
+    clf, enc = dev_scores(classifier), dev_scores(encoder)
+    print(f"\n{counts['sentences']} sentences of {paper}, {counts['phrase_labeled']} with a phrase label")
+    print(f"Quick models, scored by spaCy on CSAbstruct dev after training "
+          f"({classifier_steps} / {encoder_steps} steps):")
+    print(f"  classifier F1 micro {clf.get('rhetoric_f_micro', float('nan')):.3f}, "
+          f"macro {clf.get('rhetoric_f_macro', float('nan')):.3f}")
+    print(f"  encoder P@1 {enc.get('encoder_p_at_1', float('nan')):.3f}, "
+          f"MAP@R {enc.get('encoder_map_at_r', float('nan')):.3f}")
+    print("  (longer training with the configs in spacy_rhetoric/configs/ does better; see benchmarks/README.md)")
+    print(f"done in {time.perf_counter() - start:.0f} s")
+    return counts

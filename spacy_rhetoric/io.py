@@ -16,6 +16,7 @@ Errors are ``PathError`` (a ``ValueError``); the CLI turns them into one
 """
 import json
 import os
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -143,3 +144,24 @@ def atomic_write_lines(path: PathLike, lines: Iterable[Any]) -> None:
                 fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+@contextmanager
+def atomic_dir(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary directory path beside ``path``; on success it
+    replaces ``path`` (an existing directory there is moved aside, then
+    removed). On an exception the temporary directory is removed and ``path``
+    is untouched. For whole directories such as ``nlp.to_disk`` output."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".tmp-{p.name}.{os.getpid()}")
+    old = p.with_name(f".old-{p.name}.{os.getpid()}")
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if p.exists():
+        os.replace(p, old)
+    os.replace(tmp, p)
+    shutil.rmtree(old, ignore_errors=True)

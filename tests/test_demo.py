@@ -1,6 +1,8 @@
-"""The pieces of ``make demo`` on tiny inline data: spaCy training with a few
-steps, reuse of trained models, assembly, annotation and the missing-data
-message."""
+"""``spacy-rhetoric demo`` (``make demo``) on tiny inline data: spaCy training
+with a few steps from the packaged configs, reuse of trained models, the whole
+run from another directory, annotation and the missing-data message. The
+assembly itself is tested in test_assemble.py, the demo from an installed
+wheel in test_package.py."""
 import json
 import random
 
@@ -8,7 +10,7 @@ import pytest
 import spacy
 
 from spacy_rhetoric import demo
-from spacy_rhetoric.util import load_parser
+from spacy_rhetoric.configs import config_names, config_path
 
 SENTENCES = {
     "background": ["Parsing is a core task in language processing.",
@@ -40,6 +42,9 @@ def tiny_models(tmp_path_factory):
     write_csabstruct(root / "csabstruct" / "train.jsonl", 16, seed=0)
     write_csabstruct(root / "csabstruct" / "dev.jsonl", 4, seed=1)
     (root / demo.PHRASES_DIR).mkdir()
+    (root / demo.PHRASES_DIR / "CL.introduction").write_text(
+        "Showing the aim of the paper\tin this paper we propose\t3\n"
+        "Description of the results\tthe results show that\t2\n", encoding="utf8")
     data = demo.find_data(root)
     output = tmp_path_factory.mktemp("demo_out")
     classifier, encoder = demo.train_demo_models(data, output, classifier_steps=3, encoder_steps=3)
@@ -59,6 +64,7 @@ def test_data_dir_from_env(monkeypatch, tmp_path):
     assert demo.data_dir() == tmp_path
 
 
+@pytest.mark.slow  # trains (tiny_models)
 def test_training_writes_models_with_dev_scores(tiny_models):
     _, _, classifier, encoder = tiny_models
     clf = demo.dev_scores(classifier)
@@ -68,6 +74,7 @@ def test_training_writes_models_with_dev_scores(tiny_models):
     assert "rhetoric_function_classifier" in spacy.load(classifier).pipe_names
 
 
+@pytest.mark.slow  # trains (tiny_models)
 def test_trained_models_are_reused(tiny_models, capsys):
     data, output, classifier, encoder = tiny_models
     before = (classifier / "meta.json").stat().st_mtime_ns
@@ -77,30 +84,68 @@ def test_trained_models_are_reused(tiny_models, capsys):
     assert capsys.readouterr().out.count("reusing") == 2
 
 
-def test_assemble_and_annotate(tiny_models, tmp_path, capsys):
-    _, _, classifier, encoder = tiny_models
-    nlp = demo.assemble(load_parser("en_core_web_sm", exclude=["ner"]),
-                        [("Aim", "we train the parser on")], [classifier, encoder])
-    names = nlp.pipe_names
-    assert names[-3:] == ["rhetoric_phrase_labeler", demo.CLASSIFIER, demo.ENCODER]
-    assert "parser" in names
-    # The classifier got its own tok2vec copy: it no longer listens to anything.
-    assert demo.CLASSIFIER not in nlp.get_pipe("tok2vec").listening_components
+@pytest.mark.slow  # trains (tiny_models)
+def test_annotate(tiny_models, capsys):
+    from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, assemble
 
+    _, _, classifier, encoder = tiny_models
+    nlp, _ = assemble("en_core_web_sm", [(classifier, CLASSIFIER), (encoder, ENCODER)],
+                      phrases=[("Aim", "we train the parser on")])
     text = "Results\n\nWe train the parser on projected trees. Accuracy increases with the lexicon.\n"
     counts = demo.annotate(nlp, text, n_similar=2)
     out = capsys.readouterr().out
     assert counts == {"sentences": 2, "phrase_labeled": 1}
     assert "== Results ==" in out and "function:" in out and "phrase:   Aim" in out
     assert "most similar sentence" in out
-
-    doc = nlp("We train the parser on projected trees. Accuracy increases with the lexicon.")
-    sents = list(doc.sents)
+    sents = list(nlp("We train the parser on projected trees. Accuracy increases with the lexicon.").sents)
     assert all(s._.rhetoric_label in SENTENCES for s in sents)
     assert sents[0].similarity(sents[1]) == pytest.approx(
         float(sents[0]._.rhetoric_vector @ sents[1]._.rhetoric_vector), abs=1e-5)
 
-    nlp.to_disk(tmp_path / "pipeline")
-    reloaded = spacy.load(tmp_path / "pipeline")
-    doc2 = reloaded(doc.text)
-    assert [s._.rhetoric_label for s in doc2.sents] == [s._.rhetoric_label for s in sents]
+
+@pytest.mark.slow  # trains (tiny_models)
+def test_run_writes_pipeline_and_reuses_models(tiny_models, monkeypatch, tmp_path, capsys):
+    data, output, classifier, _ = tiny_models
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", str(data.train.parent.parent))
+    monkeypatch.chdir(tmp_path)  # any directory: configs and the sample paper are package data
+    counts = demo.run(None, output, classifier_steps=3, encoder_steps=3)
+    out = capsys.readouterr().out
+    assert out.count("reusing") == 2
+    assert f"configs from {config_path('classifier_cpu').parent}" in out
+    assert counts["sentences"] > 10  # the packaged sample paper
+    nlp = spacy.load(output / "pipeline")
+    assert nlp.pipe_names[-3:] == ["rhetoric_phrase_labeler", "rhetoric_function_classifier",
+                                   "rhetoric_sentence_encoder"]
+    assert [s._.rhetoric_label in SENTENCES for s in nlp("We train the parser. It works.").sents] == [True, True]
+
+
+def test_cli_demo_without_data_fails_clearly(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_rhetoric.cli import _load_commands, app
+
+    _load_commands()
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", str(tmp_path / "nowhere"))
+    result = CliRunner().invoke(app, ["demo", "--output", str(tmp_path / "out")])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert "demo data is missing" in output and "SPACY_RHETORIC_DATA" in output
+    assert not (tmp_path / "out").exists()
+
+
+def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
+    monkeypatch.delenv("SPACY_RHETORIC_DATA", raising=False)
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert demo.default_data_dirs()[0] == tmp_path / "shared" / "data"
+    assert demo.data_dir() == tmp_path / "shared" / "data"
+
+
+def test_packaged_configs_and_sample_paper():
+    assert {"classifier_cpu", "encoder_cpu", "fine_classifier_cpu", "rhetoric_trf"} <= set(config_names())
+    assert config_path("encoder_cpu.cfg") == config_path("encoder_cpu")
+    spacy.util.load_config(config_path("classifier_cpu"))
+    with pytest.raises(FileNotFoundError, match="available: classifier_cpu"):
+        config_path("nope")
+    assert demo.sample_paper().read_text(encoding="utf8").strip()

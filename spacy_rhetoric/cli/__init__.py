@@ -31,6 +31,8 @@ COMMAND_MODULES = [
     "spacy_rhetoric.cli.link",
     "spacy_rhetoric.cli.align",
     "spacy_rhetoric.cli.split",
+    "spacy_rhetoric.cli.assemble",
+    "spacy_rhetoric.cli.demo",
 ]
 
 

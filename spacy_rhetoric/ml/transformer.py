@@ -30,9 +30,12 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from spacy_transformers.align import get_alignment, get_alignment_via_offset_mapping
 from spacy_transformers.data_classes import FullTransformerBatch, WordpieceBatch
+from spacy_transformers.layers import split_trf_batch, trfs2arrays
+from spacy_transformers.layers._util import replace_listener_cfg
 from spacy_transformers.layers.transformer_model import TransformerModel, huggingface_tokenize
 from spacy_transformers.layers.transformer_model import forward as transformer_forward
 from spacy_transformers.truncate import truncate_oversize_splits
+from thinc.api import Model, chain
 from transformers.file_utils import ModelOutput
 
 DEFAULT_MAX_WINDOWS = 32
@@ -68,12 +71,50 @@ class ChunkedTransformerModel(TransformerModel):
             raise ValueError(f"max_windows_per_pass must be >= 0, got {max_windows_per_pass}")
         self._func = chunked_forward
         self.attrs["max_windows_per_pass"] = int(max_windows_per_pass)
+        # nlp.replace_listeners writes the copied layer's config with this
+        self.attrs["replace_listener_cfg"] = chunked_replace_listener_cfg
 
     def copy(self) -> "TransformerModel":
         copied = super().copy()
         copied._func = chunked_forward
         copied.attrs["max_windows_per_pass"] = self.attrs["max_windows_per_pass"]
         return copied
+
+
+@registry.architectures("spacy_rhetoric.ChunkedTok2VecTransformer.v1")
+def chunked_tok2vec_transformer(
+    name: str,
+    get_spans: Callable,
+    tokenizer_config: dict,
+    pooling: Model,
+    grad_factor: float = 1.0,
+    transformer_config: dict = {},  # noqa: B006
+    mixed_precision: bool = False,
+    grad_scaler_config: dict = {},  # noqa: B006
+    max_windows_per_pass: int = DEFAULT_MAX_WINDOWS,
+) -> Model:
+    """``spacy-transformers.Tok2VecTransformer.v3`` (a component's own
+    transformer, same layer structure) built on ``ChunkedTransformerModel``:
+    what a ``TransformerListener`` of a ``ChunkedTransformerModel`` becomes
+    after ``nlp.replace_listeners`` (e.g. when a component is sourced into
+    another pipeline)."""
+    transformer = ChunkedTransformerModel(
+        name, get_spans, tokenizer_config=tokenizer_config, transformer_config=transformer_config,
+        mixed_precision=mixed_precision, grad_scaler_config=grad_scaler_config,
+        max_windows_per_pass=max_windows_per_pass,
+    )
+    return chain(chain(transformer, split_trf_batch()), trfs2arrays(pooling, grad_factor))
+
+
+def chunked_replace_listener_cfg(tok2vec_model_cfg: dict, listener_model_cfg: dict) -> dict:
+    """spacy-transformers' ``replace_listener_cfg``, with
+    ``ChunkedTok2VecTransformer.v1`` for a ``ChunkedTransformerModel`` (the
+    upstream one would give ``Tok2VecTransformer.v3`` an unknown
+    ``max_windows_per_pass``)."""
+    result = replace_listener_cfg(tok2vec_model_cfg, listener_model_cfg)
+    if result.get("@architectures") == "spacy-transformers.Tok2VecTransformer.v3" and "max_windows_per_pass" in result:
+        result["@architectures"] = "spacy_rhetoric.ChunkedTok2VecTransformer.v1"
+    return result
 
 
 def _concat_outputs(outputs: List[ModelOutput]) -> ModelOutput:

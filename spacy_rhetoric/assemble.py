@@ -1,0 +1,189 @@
+"""One pipeline from trained parts: the English parser + ``rhetoric_phrase_labeler``
++ function classifiers and sentence encoders sourced from their training
+pipelines. Used by ``spacy-rhetoric assemble`` (project.yml's ``assemble``
+step) and by ``spacy-rhetoric demo``.
+
+- The parser pipeline (``en_core_web_sm``; ``ner`` left out by default) gives
+  sentence boundaries, lemmas and the dependency roots the labeler needs.
+- Each trained component is added with ``nlp.add_pipe(name, source=trained)``.
+  A component that listens to a ``tok2vec`` or ``transformer`` of its training
+  pipeline first gets its own copy of that layer (``nlp.replace_listeners``,
+  listeners found through the upstream's ``listener_map`` and the listener
+  blocks of the component's config), so it runs without its old upstream and
+  never attaches to the parser's own ``tok2vec``.
+- No two components may write one sentence field: two classifiers need
+  different ``label_field``/``scores_field`` (the fine classifier of
+  ``spacy_rhetoric/configs/fine_classifier_cpu.cfg`` writes ``fine_label``), and one encoder
+  writes the vectors. That is checked before anything is written.
+"""
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
+
+import spacy
+from spacy.language import Language
+
+from .extensions import VECTOR
+from .io import PathError, atomic_dir, check_input, check_output
+from .util import load_parser
+
+CLASSIFIER = "rhetoric_function_classifier"
+ENCODER = "rhetoric_sentence_encoder"
+PHRASE_LABELER = "rhetoric_phrase_labeler"
+SOURCED_FACTORIES = (CLASSIFIER, ENCODER)
+SMOKE_TEXT = "Parsing is an important task. We propose a new method for parsing."
+
+Source = Union[str, Path, Language]
+Phrases = Union[str, Path, List[Tuple[str, str]], None]
+
+
+def find_component(nlp: Language, factory: str) -> str:
+    """Name of the one component of ``nlp`` made by ``factory``."""
+    names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == factory]
+    if len(names) != 1:
+        raise ValueError(f"expected one {factory} component, found {names} in {nlp.pipe_names}")
+    return names[0]
+
+
+def listener_paths(config: Dict[str, Any], prefix: str = "") -> Iterator[Tuple[str, str]]:
+    """``(dotted path, upstream name)`` of every listener block of a component
+    config: a registered-function block with an ``upstream`` setting
+    (``spacy.Tok2VecListener``, ``spacy-transformers.TransformerListener``),
+    e.g. ``("model.tok2vec", "tok2vec")``."""
+    for key, value in config.items():
+        if not isinstance(value, dict):
+            continue
+        path = f"{prefix}{key}"
+        if "upstream" in value and any(k.startswith("@") for k in value):
+            yield path, value["upstream"]
+        else:
+            yield from listener_paths(value, path + ".")
+
+
+def detach_listeners(nlp: Language, name: str) -> List[str]:
+    """Give component ``name`` of ``nlp`` its own copy of every upstream
+    ``tok2vec``/``transformer`` it listens to; returns ``"<path> <- <upstream>"``
+    for each listener replaced."""
+    paths = list(listener_paths(nlp.get_pipe_config(name)))
+    replaced = []
+    for upstream in nlp.pipe_names:
+        listeners = getattr(nlp.get_pipe(upstream), "listener_map", {}).get(name)
+        if not listeners:
+            continue
+        own = [path for path, up in paths if up in (upstream, "*")]
+        if len(own) != len(listeners):
+            raise ValueError(f"{name} has {len(listeners)} listener(s) of {upstream!r} but its config has "
+                             f"{len(own)} listener block(s) for it ({own}); cannot give it its own copy")
+        nlp.replace_listeners(upstream, name, own)
+        replaced.extend(f"{path} <- {upstream}" for path in own)
+    return replaced
+
+
+def written_fields(nlp: Language, name: str) -> List[str]:
+    """The sentence fields component ``name`` writes (``extensions`` storage)."""
+    factory = nlp.get_pipe_meta(name).factory
+    pipe = nlp.get_pipe(name)
+    if factory == CLASSIFIER:
+        return [pipe.label_field, pipe.scores_field]
+    if factory == ENCODER:
+        return [VECTOR]
+    return []
+
+
+def check_fields(nlp: Language) -> None:
+    """A ValueError if two components of ``nlp`` write one sentence field."""
+    writers: Dict[str, str] = {}
+    for name in nlp.pipe_names:
+        for field in written_fields(nlp, name):
+            if field in writers:
+                raise ValueError(
+                    f"{writers[field]} and {name} both write the sentence field {field!r}: train the fine "
+                    f"classifier with label_field = \"fine_label\" (spacy_rhetoric/configs/fine_classifier_cpu.cfg), "
+                    f"and use one encoder")
+            writers[field] = name
+
+
+def describe(nlp: Language, parser: str) -> str:
+    """meta.json description of an assembled pipeline."""
+    parts = [f"sentence boundaries and parse ({parser})"]
+    factories = [nlp.get_pipe_meta(n).factory for n in nlp.pipe_names]
+    if PHRASE_LABELER in factories:
+        parts.append("rhetorical phrase labels")
+    for name in nlp.pipe_names:
+        if nlp.get_pipe_meta(name).factory == CLASSIFIER:
+            field = nlp.get_pipe(name).label_field
+            parts.append("coarse rhetorical function classifier" if field == "label"
+                         else f"{field.replace('_', ' ')} classifier")
+    if ENCODER in factories:
+        parts.append("functional sentence embeddings")
+    return "spacy_rhetoric: " + ", ".join(parts)
+
+
+def assemble(
+    parser: Union[str, Language],
+    components: Sequence[Tuple[Source, str]] = (),
+    *,
+    phrases: Phrases = None,
+    n: int = 5,
+    exclude: Iterable[str] = ("ner",),
+) -> Tuple[Language, Dict[str, str]]:
+    """Parser + ``rhetoric_phrase_labeler`` (initialised from ``phrases``, a
+    phrase-list path or ``(label, phrase)`` pairs; left out if None) + one
+    component per ``(trained pipeline, factory)`` of ``components``, where the
+    trained pipeline is a path or a loaded ``Language``.
+
+    Returns the pipeline and a report ``{component: where it came from}``. The
+    pipeline has been run once on a two-sentence text.
+    """
+    parser_name = parser if isinstance(parser, str) else parser.meta.get("name", "parser")
+    nlp = load_parser(parser, exclude=list(exclude)) if isinstance(parser, str) else parser
+    report = {"parser": f"{parser_name} ({', '.join(nlp.pipe_names)})"}
+    if phrases is not None:
+        labeler = nlp.add_pipe(PHRASE_LABELER, config={"n": n})
+        labeler.initialize(phrases=phrases if isinstance(phrases, list) else str(phrases), nlp=nlp)
+        report[PHRASE_LABELER] = f"{len(labeler.labels)} labels" + (
+            "" if isinstance(phrases, list) else f" from {phrases}")
+    loaded: Dict[str, Language] = {}
+    for source, factory in components:
+        if isinstance(source, Language):
+            source_nlp, where = source, source.meta.get("name", "a pipeline")
+        else:
+            where = str(source)
+            key = str(Path(source).resolve())
+            if key not in loaded:
+                loaded[key] = spacy.load(check_input(source, what=f"{factory} pipeline", file_ok=False, dir_ok=True))
+            source_nlp = loaded[key]
+        name = find_component(source_nlp, factory)
+        detached = detach_listeners(source_nlp, name)
+        new_name = name if name not in nlp.pipe_names else f"rhetoric_{name}"
+        if new_name in nlp.pipe_names:
+            raise ValueError(f"{where}: a component named {name!r} (and {new_name!r}) is in the pipeline already")
+        nlp.add_pipe(name, name=new_name, source=source_nlp)
+        report[new_name] = f"from {where}" + (f" (own copy of {', '.join(detached)})" if detached else "")
+    check_fields(nlp)
+    nlp.meta["description"] = describe(nlp, parser_name)
+    doc = nlp(SMOKE_TEXT)
+    if not list(doc.sents):
+        raise ValueError(f"the assembled pipeline {nlp.pipe_names} found no sentences in {SMOKE_TEXT!r}")
+    return nlp, report
+
+
+def check_pipeline_output(output: Union[str, Path], inputs: Sequence[Union[str, Path, None]] = ()) -> Path:
+    """Check, before any work, that a pipeline can be written to ``output``:
+    not one of ``inputs``, not a file, and if it exists, a spaCy pipeline
+    directory (which is replaced) or an empty directory."""
+    output = check_output(output, what="output pipeline", inputs=[p for p in inputs if p is not None],
+                          dir_ok=True)
+    if output.is_dir() and any(output.iterdir()) and not (output / "config.cfg").is_file():
+        raise PathError(f"output pipeline {output} is a directory that holds no spaCy pipeline (no config.cfg); "
+                        f"refusing to replace it: choose a new path")
+    return output
+
+
+def save_pipeline(nlp: Language, output: Union[str, Path]) -> Path:
+    """``nlp.to_disk`` into a temporary directory renamed to ``output``
+    (check it first with ``check_pipeline_output``)."""
+    output = Path(output)
+    with atomic_dir(output) as tmp:
+        nlp.to_disk(tmp)
+    return output
+

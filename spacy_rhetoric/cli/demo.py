@@ -1,0 +1,32 @@
+"""``spacy-rhetoric demo`` (what ``make demo`` runs): train a small pipeline
+and annotate a paper (``spacy_rhetoric.demo``, whose docstring describes the
+steps). Works from any directory and from an installed wheel; data from
+``$SPACY_RHETORIC_DATA`` or ``../shared/data``."""
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from .common import guard, nothing_done, positive_int
+
+
+@app.command("demo")
+def demo_cli(
+    paper: Optional[Path] = typer.Argument(None, help="Plain-text paper (default: the packaged sample paper)"),
+    output: Path = typer.Option(Path(".demo"), "--output", help="Trained models, corpus and the pipeline go here"),
+    classifier_steps: int = typer.Option(400, "--classifier-steps", callback=positive_int,
+                                         help="Training steps of the function classifier"),
+    encoder_steps: int = typer.Option(400, "--encoder-steps", callback=positive_int,
+                                      help="Training steps of the sentence encoder"),
+    retrain: bool = typer.Option(False, "--retrain", help="Train again even if OUTPUT has matching models"),
+    parser: str = typer.Option("en_core_web_sm", "--parser", help="Parser pipeline (name or path)"),
+) -> None:
+    """Train a small CPU pipeline on CSAbstruct and annotate a paper with it."""
+    from .. import demo
+
+    with guard("demo"):
+        counts = demo.run(paper, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps,
+                          retrain=retrain, parser=parser)
+    if not counts["sentences"]:
+        nothing_done(f"no sentences found in {paper or 'the sample paper'}")
