@@ -29,35 +29,23 @@ from .text import preprocess
 logger = logging.getLogger(__name__)
 
 
-def train_word2vec(
-    sentences: Iterable[Sequence[str]],
-    *,
-    vector_size: int = 100,
-    window: int = 5,
-    min_count: int = 2,
-    epochs: int = 5,
-    sg: int = 0,
-    workers: int = 1,
-    seed: int = 0,
-):
-    """Train a gensim Word2Vec on pre-processed token lists; return its KeyedVectors."""
+WORD2VEC_DEFAULTS = {"vector_size": 100, "window": 5, "min_count": 2, "epochs": 5, "sg": 0, "workers": 1, "seed": 0}
+
+
+def train_word2vec(sentences: Iterable[Sequence[str]], **options):
+    """Train a gensim Word2Vec on pre-processed token lists; return its
+    KeyedVectors. ``options`` are gensim ``Word2Vec`` arguments over
+    ``WORD2VEC_DEFAULTS`` (CBOW, 100 d, window 5, min_count 2, 5 epochs, one
+    worker, seed 0)."""
     from gensim.models import Word2Vec
 
     corpus = [list(s) for s in sentences if len(s) > 0]
     if not corpus:
         raise ValueError("train_word2vec: no non-empty sentences to train on")
-    model = Word2Vec(
-        sentences=corpus,
-        vector_size=vector_size,
-        window=window,
-        min_count=min_count,
-        epochs=epochs,
-        sg=sg,
-        workers=workers,
-        seed=seed,
-    )
+    options = {**WORD2VEC_DEFAULTS, **options}
+    model = Word2Vec(sentences=corpus, **options)
     if len(model.wv) == 0:
-        raise ValueError(f"train_word2vec: no word occurs min_count={min_count} times")
+        raise ValueError(f"train_word2vec: no word occurs min_count={options['min_count']} times")
     return model.wv
 
 
