@@ -24,8 +24,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
+import pytest
 import spacy
 from spacy.training import Example
 
@@ -33,6 +35,8 @@ import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.readers.common import doc_from_sentences
 
 REPO = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PIP_NO_INDEX="1",
+           PIP_DISABLE_PIP_VERSION_CHECK="1")
 PACKAGE_NAME = "rhetoric_tiny"  # spacy package prefixes the language: en_rhetoric_tiny
 MODULE = "en_" + PACKAGE_NAME
 
@@ -84,15 +88,33 @@ def build_tiny_pipeline():
     return nlp
 
 
+@pytest.fixture(scope="module")
+def rhetoric_wheel_file(tmp_path_factory):
+    """A wheel of spacy_rhetoric built from a copy of this checkout's sources
+    (so no build/ directory lands in the checkout)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    shutil.copytree(REPO / "spacy_rhetoric", src / "spacy_rhetoric",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(tmp / "wheels"), str(src)], env=ENV, cwd=tmp)
+    wheels = list((tmp / "wheels").glob("spacy_rhetoric-*.whl"))
+    assert len(wheels) == 1, list((tmp / "wheels").iterdir())
+    return wheels[0]
+
+
 def run(cmd, **kwargs):
     result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
     assert result.returncode == 0, f"{' '.join(map(str, cmd))}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
 
-def test_package_installs_and_loads_by_name(tmp_path):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PIP_NO_INDEX="1",
-               PIP_DISABLE_PIP_VERSION_CHECK="1")
+@pytest.mark.slow
+def test_package_installs_and_loads_by_name(tmp_path, rhetoric_wheel_file):
+    env = ENV
     model_dir = tmp_path / "model"
     build_tiny_pipeline().to_disk(model_dir)
 
@@ -105,22 +127,10 @@ def test_package_installs_and_loads_by_name(tmp_path):
     sdists = list((packages / f"{MODULE}-0.0.1" / "dist").glob("*.tar.gz"))
     assert len(sdists) == 1, sdists
 
-    # Build from a copy of the sources, so no build/ directory lands in the checkout.
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("setup.py", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    shutil.copytree(REPO / "spacy_rhetoric", src / "spacy_rhetoric",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    wheels = tmp_path / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(wheels), str(src)], env=env, cwd=tmp_path)
-    rhetoric_wheel = list(wheels.glob("spacy_rhetoric-*.whl"))
-    assert len(rhetoric_wheel) == 1, list(wheels.iterdir())
-
+    rhetoric_wheel = rhetoric_wheel_file
     scratch = tmp_path / "scratch"
     run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation",
-         "--target", str(scratch), str(sdists[0]), str(rhetoric_wheel[0])], env=env, cwd=tmp_path)
+         "--target", str(scratch), str(sdists[0]), str(rhetoric_wheel)], env=env, cwd=tmp_path)
     assert (scratch / MODULE).is_dir() and (scratch / "spacy_rhetoric").is_dir()
 
     site_packages = sysconfig.get_paths()["purelib"]
@@ -145,3 +155,77 @@ def test_checkout_is_not_importable_with_dash_S(tmp_path):
     result = subprocess.run([sys.executable, "-S", "-c", "import spacy_rhetoric"], env=env, cwd=tmp_path,
                             capture_output=True, text=True)
     assert result.returncode != 0 and "No module named 'spacy_rhetoric'" in result.stderr
+
+
+# --------------------------------------------------------------------------
+# The demo from the installed wheel
+# --------------------------------------------------------------------------
+
+LOAD_CHILD = r"""
+import json, sys
+import spacy
+nlp = spacy.load(sys.argv[1])  # factories through the installed entry points
+doc = nlp("Parsing is an important task. We propose a new parser. It is faster than before.")
+print(json.dumps({"pipe_names": nlp.pipe_names,
+                  "spacy_rhetoric_file": sys.modules["spacy_rhetoric"].__file__,
+                  "labels": [s._.rhetoric_label for s in doc.sents],
+                  "vectors": [s._.rhetoric_vector is not None for s in doc.sents]}))
+"""
+
+
+def write_demo_data(root):
+    """Tiny stand-ins for ../shared/data: CSAbstruct train/dev and a phrase file."""
+    (root / "csabstruct").mkdir(parents=True)
+    for split, n in (("train", 6), ("dev", 2)):
+        with (root / "csabstruct" / f"{split}.jsonl").open("w", encoding="utf8") as f:
+            for i in range(n):
+                sents, labels = DATA[i % len(DATA)]
+                f.write(json.dumps({"abstract_id": 0, "sentences": sents, "labels": labels,
+                                    "confs": [1.0] * len(sents)}) + "\n")
+    (root / "iwatsuki2021-fe-database-cl").mkdir()
+    (root / "iwatsuki2021-fe-database-cl" / "CL.introduction").write_text(
+        "Showing the aim of the paper\twe propose a new\t3\n", encoding="utf8")
+    return root
+
+
+def test_wheel_ships_configs_and_sample_paper(rhetoric_wheel_file):
+    names = set(zipfile.ZipFile(rhetoric_wheel_file).namelist())
+    for name in ("classifier_cpu", "encoder_cpu", "fine_classifier_cpu", "rhetoric_trf"):
+        assert f"spacy_rhetoric/configs/{name}.cfg" in names
+    assert "spacy_rhetoric/configs/__init__.py" in names
+    assert "spacy_rhetoric/assets/sample_paper.txt" in names
+    assert "spacy_rhetoric/assemble.py" in names and "spacy_rhetoric/cli/demo.py" in names
+
+
+@pytest.mark.slow
+def test_demo_runs_from_installed_wheel(tmp_path, rhetoric_wheel_file):
+    scratch = tmp_path / "scratch"
+    run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(scratch),
+         str(rhetoric_wheel_file)], env=ENV, cwd=tmp_path)
+    data = write_demo_data(tmp_path / "data")
+    workdir = tmp_path / "elsewhere"  # outside the checkout, no configs/ or assets/ here
+    workdir.mkdir()
+    site_packages = sysconfig.get_paths()["purelib"]
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(scratch), site_packages]), PYTHONNOUSERSITE="1",
+               SPACY_RHETORIC_DATA=str(data), OMP_NUM_THREADS="1")
+    out = run([sys.executable, "-S", "-m", "spacy_rhetoric", "demo", "--classifier-steps", "2",
+               "--encoder-steps", "2", "--output", "demo_out"], env=env, cwd=workdir)
+    # the packaged configs of the scratch install were used, and the packaged sample paper read
+    assert f"configs from {scratch.resolve() / 'spacy_rhetoric' / 'configs'}" in out.stdout, out.stdout[-2000:]
+    assert str(scratch / "spacy_rhetoric" / "assets" / "sample_paper.txt") in out.stdout
+    assert (workdir / "demo_out" / "pipeline" / "config.cfg").is_file()
+
+    loaded = run([sys.executable, "-S", "-c", LOAD_CHILD, str(workdir / "demo_out" / "pipeline")],
+                 env=env, cwd=workdir)
+    info = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert Path(info["spacy_rhetoric_file"]).resolve().is_relative_to(scratch.resolve()), info
+    assert info["pipe_names"][-3:] == ["rhetoric_phrase_labeler", "rhetoric_function_classifier",
+                                       "rhetoric_sentence_encoder"]
+    assert all(label in {"background", "method", "result"} for label in info["labels"]), info
+    assert all(info["vectors"]), info
+
+    # No data: one clear line, exit 1.
+    missing = subprocess.run([sys.executable, "-S", "-m", "spacy_rhetoric", "demo", "--output", "x"],
+                             env=dict(env, SPACY_RHETORIC_DATA=str(tmp_path / "none")), cwd=workdir,
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and "SPACY_RHETORIC_DATA" in missing.stdout + missing.stderr
