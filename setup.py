@@ -33,7 +33,7 @@ ENTRY_POINTS = {
     "console_scripts": ["spacy-rhetoric = spacy_rhetoric.cli:main"],
     "spacy_factories": [
         "rhetoric_phrase_labeler = spacy_rhetoric.pipeline.phrase_labeler:make_phrase_labeler",
-        "rhetoric_single_sentence = spacy_rhetoric.corpus_builder:single_sentence_component",
+        "rhetoric_single_sentence = spacy_rhetoric.pipeline.single_sentence:single_sentence_component",
         "rhetoric_citance_linker = spacy_rhetoric.pipeline.citance_linker:make_citance_linker",
         "rhetoric_sentence_encoder = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder",
         "rhetoric_function_classifier = spacy_rhetoric.pipeline.function_classifier:make_function_classifier",

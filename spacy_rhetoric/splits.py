@@ -8,10 +8,13 @@ to TRAIN, the rest to TEST. No id is on both sides. This is the split
 ``benchmarks/bench_embeddings.py`` uses for PMC-Sents-FULL, so models trained
 on TRAIN are scored on the same test articles as the baseline rows there.
 A doc without an id is an error (the split could not keep it disjoint).
-Command line: ``spacy-rhetoric split``.
+Command line: ``spacy-rhetoric split``. The same function splits the distant
+set of ``spacy-rhetoric label`` by paper (``corpus.merge.valid_papers``).
 """
 from pathlib import Path
 from typing import Dict, List, Tuple
+
+from .io import atomic_path, check_input, check_outputs
 
 
 def split_doc_ids(ids: List[str], *, share: float = 0.8, seed: int = 0) -> Tuple[List[str], List[str]]:
@@ -28,13 +31,22 @@ def split_doc_ids(ids: List[str], *, share: float = 0.8, seed: int = 0) -> Tuple
 
 def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: float = 0.8,
                  seed: int = 0) -> Dict[str, int]:
+    """Split the DocBin at ``input_path`` by doc id into two DocBins. The paths
+    are checked before any work (no output on an input or on the other
+    output); each output is written to a temporary file and renamed into
+    place when complete."""
     import spacy
     from spacy.tokens import DocBin
 
     from .extensions import DOC_ID, get_doc_value
 
+    check_input(input_path, what="input")
+    check_outputs({"train output": train_path, "test output": test_path}, inputs=[input_path])
     nlp = spacy.blank("en")
-    docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))
+    try:
+        docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))
+    except Exception as err:  # not a DocBin: zlib/msgpack errors
+        raise ValueError(f"{input_path}: not a readable .spacy file ({type(err).__name__}: {err})") from err
     ids = []
     for i, doc in enumerate(docs):
         doc_id = get_doc_value(doc, DOC_ID)
@@ -52,6 +64,6 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
         counts[f"{side}_docs"] += 1
         counts[f"{side}_sentences"] += sum(1 for _ in doc.sents) if len(doc) else 0
     for side, path in (("train", train_path), ("test", test_path)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        out[side].to_disk(path)
+        with atomic_path(path) as tmp:
+            out[side].to_disk(tmp)
     return counts

@@ -1,4 +1,4 @@
-"""The distant-supervision corpus builder (``spacy-rhetoric label``)."""
+"""The distant-supervision corpus builder (``spacy_rhetoric.corpus``, ``spacy-rhetoric label``)."""
 import json
 import os
 import signal
@@ -14,8 +14,18 @@ from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
 import spacy_rhetoric
-from spacy_rhetoric import corpus_builder as cb
 from spacy_rhetoric import extensions as ext
+from spacy_rhetoric.corpus import (
+    CorpusBuildError,
+    build_corpus,
+    discover_inputs,
+    normalise_text,
+    valid_papers,
+)
+from spacy_rhetoric.corpus.runners import import_distributed
+from spacy_rhetoric.corpus.settings import import_code
+from spacy_rhetoric.pipeline.single_sentence import sentence_doc
+from spacy_rhetoric.splits import split_doc_ids
 
 PHRASES = [
     ("Showing the aim of the paper", "in this paper we propose a new method"),
@@ -79,7 +89,7 @@ def outputs(out_dir: Path):
 
 def build(corpus, out, **kw):
     kw.setdefault("n", 3)
-    return cb.build_corpus([corpus], out, phrases=PHRASES, batch_size=8, **kw)
+    return build_corpus([corpus], out, phrases=PHRASES, batch_size=8, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +103,7 @@ def test_sentence_boundaries_are_kept(en_parser):
     """The parser neither splits nor merges a preset sentence."""
     text = "We propose a new method. It works well. Table 2 shows the results."
     assert len(list(en_parser(text).sents)) == 3  # free parsing splits it
-    doc = en_parser(cb.sentence_doc(en_parser, text))
+    doc = en_parser(sentence_doc(en_parser, text))
     sents = list(doc.sents)
     assert len(sents) == 1 and sents[0].text == text
     assert sum(1 for t in doc if t.dep_ == "ROOT") == 1
@@ -144,9 +154,9 @@ def test_dedup_keeps_first_copy(reference):
     outline = [r for r in rows if r["text"] == "The rest of the paper is organized as follows."]
     assert len(outline) == 1 and outline[0]["paper_id"] == "P00-1000"  # first in key order
     assert summary["duplicates_removed"] >= 11
-    norm = Counter(cb.normalise_text(r["text"]) for r in rows)
+    norm = Counter(normalise_text(r["text"]) for r in rows)
     assert max(norm.values()) == 1
-    assert cb.normalise_text("The  rest\tOF the paper") == cb.normalise_text("the rest of the paper")
+    assert normalise_text("The  rest\tOF the paper") == normalise_text("the rest of the paper")
 
 
 def test_split_by_paper(reference):
@@ -159,29 +169,20 @@ def test_split_by_paper(reference):
     assert summary["split"]["train_sentences"] == len(rows["train"])
 
 
-def test_split_ratio_and_stratification():
-    import random
-
-    rng = random.Random(3)
-    labels_all = [f"L{i}" for i in range(6)]
-    papers, labels = [], []
-    for p in range(200):
-        for _ in range(rng.randint(5, 40)):
-            papers.append(f"paper{p}")
-            labels.append(rng.choice(labels_all[: 2 + p % 5]))
-    valid, info = cb.split_by_paper(papers, labels, seed=0)
-    assert info["n_splits"] == 5
-    n_valid = sum(p in valid for p in papers)
-    assert 0.17 < n_valid / len(papers) < 0.23
-    for label in labels_all[:6]:
-        total = labels.count(label)
-        share = sum(1 for p, l in zip(papers, labels) if l == label and p in valid) / total
-        assert 0.1 < share < 0.3, (label, share)
-    # seeded and deterministic
-    assert cb.split_by_paper(papers, labels, seed=0)[0] == valid
-    assert cb.split_by_paper(papers, labels, seed=1)[0] != valid
-    # too few papers
-    assert cb.split_by_paper(["a", "a"], ["x", "y"])[0] == set()
+def test_split_is_split_doc_ids_by_paper(reference):
+    """The label split is the split of `spacy-rhetoric split`: the validation
+    papers are the test side of split_doc_ids(paper ids, 1 - valid_fraction)."""
+    out, summary = reference
+    rows = [json.loads(l) for n in ("train", "valid") for l in (out / f"{n}.jsonl").read_text().splitlines()]
+    papers = [r["paper_id"] for r in rows]
+    expected = set(split_doc_ids(papers, share=0.8, seed=0)[1])
+    assert {r["paper_id"] for r in rows if r["split"] == "valid"} == expected
+    assert set(valid_papers(papers, seed=0, valid_fraction=0.2)) == expected
+    assert summary["split"]["valid_papers"] == len(expected) == round(0.2 * len(set(papers)))
+    # seeded, order-free and reproducible
+    assert valid_papers(list(reversed(papers)), seed=0) == valid_papers(papers, seed=0)
+    assert set(valid_papers(papers, seed=1)) != expected
+    assert valid_papers(["a", "a"], seed=0) == []  # one paper: everything is training data
 
 
 def test_resume_after_interruption(corpus, reference, tmp_path):
@@ -218,12 +219,13 @@ def test_resume_after_interruption(corpus, reference, tmp_path):
 def test_resume_refuses_other_settings(corpus, reference, tmp_path):
     out = tmp_path / "out"
     build(corpus, out, limit=2)
-    with pytest.raises(cb.CorpusBuildError, match="different settings"):
+    with pytest.raises(CorpusBuildError, match="different settings"):
         build(corpus, out, n=4, limit=2)
     summary = build(corpus, out, n=4, limit=2, overwrite=True)
     assert summary["inputs_resumed"] == 0
 
 
+@pytest.mark.slow
 def test_killed_subprocess_resumes(corpus, reference, tmp_path):
     """SIGKILL a real CLI process mid-run, rerun: same output as uninterrupted."""
     out = tmp_path / "out"
@@ -263,7 +265,7 @@ def test_malformed_inputs_skipped_and_counted(corpus, tmp_path):
         + json.dumps({"paper_id": "J1", "no_text": 1}) + "\n"
         + json.dumps({"paper_id": "J2", "text": "Our system outperforms the baseline on parsing."}) + "\n"
     )
-    summary = cb.build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
+    summary = build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
     assert summary["inputs"] == 4 and summary["inputs_skipped"] == 2
     reasons = {s["input"]: s["reason"] for s in summary["skipped"]}
     assert set(reasons) == {"broken.xml", "empty.txt"}
@@ -278,7 +280,7 @@ def test_malformed_inputs_skipped_and_counted(corpus, tmp_path):
 def test_spacy_input_roundtrip(reference, tmp_path):
     """The .spacy output is itself a valid input (one paper per Doc)."""
     out = reference[0]
-    summary = cb.build_corpus([out / "train.spacy"], tmp_path / "again", phrases=PHRASES, n=3)
+    summary = build_corpus([out / "train.spacy"], tmp_path / "again", phrases=PHRASES, n=3)
     train = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]
     assert summary["sentences"] == len(train)
     assert summary["labeled"] == len(train)  # every sentence was labeled before
@@ -295,7 +297,7 @@ def test_real_reference_papers(shared_data, tmp_path):
     phrases = [("Reference to tables or figures", "table 1 shows the"),
                ("Showing the aim of the paper", "in this paper we describe"),
                ("Showing brief introduction to the methodology", "we present a novel")]
-    summary = cb.build_corpus([src], tmp_path / "out", phrases=phrases, n=3)
+    summary = build_corpus([src], tmp_path / "out", phrases=phrases, n=3)
     assert summary["papers"] == 2 and summary["inputs_skipped"] == 0
     assert summary["sentences"] > 200
     assert summary["labeled"] >= 1
@@ -306,6 +308,7 @@ def test_n_process_2_equals_1(corpus, reference, tmp_path):
     assert outputs(tmp_path / "np2") == outputs(reference[0])
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_equals_single_process(corpus, reference, tmp_path):
     pytest.importorskip("distributed")
     summary = build(corpus, tmp_path / "dask", scheduler="local", workers=2)
@@ -324,8 +327,8 @@ def test_missing_dask_gives_clear_error(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(cb.CorpusBuildError, match=r"spacy_rhetoric\[distributed\]"):
-        cb._import_distributed()
+    with pytest.raises(CorpusBuildError, match=r"spacy_rhetoric\[distributed\]"):
+        import_distributed()
 
 
 def test_code_file_imported_once(tmp_path):
@@ -333,11 +336,11 @@ def test_code_file_imported_once(tmp_path):
     code.write_text("import builtins\nbuiltins._cb_loads = getattr(builtins, '_cb_loads', 0) + 1\n")
     import builtins
 
-    cb.import_code(code)
-    cb.import_code(code)
+    import_code(code)
+    import_code(code)
     assert builtins._cb_loads == 1
-    with pytest.raises(cb.CorpusBuildError, match="does not exist"):
-        cb.import_code(tmp_path / "missing.py")
+    with pytest.raises(CorpusBuildError, match="does not exist"):
+        import_code(tmp_path / "missing.py")
 
 
 def test_short_phrases_only_with_min_phrase_length(tmp_path):
@@ -347,20 +350,20 @@ def test_short_phrases_only_with_min_phrase_length(tmp_path):
     src.mkdir()
     (src / "a.txt").write_text("We use a parser.\nThe sky is blue.\n", encoding="utf8")
     phrases = PHRASES + [("Restatement of the aim or method", "we use")]
-    default = cb.build_corpus([src], tmp_path / "d", phrases=phrases, n=3)
+    default = build_corpus([src], tmp_path / "d", phrases=phrases, n=3)
     assert default["labeled"] == 0
     assert json.loads((tmp_path / "d" / "build_config.json").read_text())["min_phrase_length"] == 3
-    short = cb.build_corpus([src], tmp_path / "s", phrases=phrases, n=3, min_phrase_length=2)
+    short = build_corpus([src], tmp_path / "s", phrases=phrases, n=3, min_phrase_length=2)
     assert short["labeled"] == 1
     assert short["per_label"] == {"Restatement of the aim or method": 1}
-    with pytest.raises(cb.CorpusBuildError, match="min_phrase_length"):
-        cb.build_corpus([src], tmp_path / "x", phrases=phrases, n=3, min_phrase_length=4)
+    with pytest.raises(CorpusBuildError, match="min_phrase_length"):
+        build_corpus([src], tmp_path / "x", phrases=phrases, n=3, min_phrase_length=4)
 
 
 def test_empty_input_directory_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(cb.CorpusBuildError, match="no input files"):
-        cb.build_corpus([tmp_path / "empty"], tmp_path / "out", phrases=PHRASES, n=3)
+    with pytest.raises(CorpusBuildError, match="no input files"):
+        build_corpus([tmp_path / "empty"], tmp_path / "out", phrases=PHRASES, n=3)
 
 
 def test_inputs_below_symlinked_directories_are_found(tmp_path):
@@ -370,7 +373,153 @@ def test_inputs_below_symlinked_directories_are_found(tmp_path):
     (real / "T1.xml").write_text(_xml("t", ["A sentence."]), encoding="utf8")
     (tmp_path / "mirror").mkdir()
     (tmp_path / "mirror" / "topics").symlink_to(tmp_path / "real", target_is_directory=True)
-    linked = cb.discover_inputs([tmp_path / "mirror"])
+    linked = discover_inputs([tmp_path / "mirror"])
     assert [i.key for i in linked] == ["topics/T1/Reference_XML/T1.xml"]
-    direct = cb.discover_inputs([tmp_path / "real"])
+    direct = discover_inputs([tmp_path / "real"])
     assert [i.key for i in direct] == ["T1/Reference_XML/T1.xml"]
+
+
+def _phrase_file(tmp_path: Path) -> Path:
+    path = tmp_path / "phrases.tsv"
+    path.write_text("".join(f"{label}\t{phrase}\t1\n" for label, phrase in PHRASES), encoding="utf8")
+    return path
+
+
+def _small_input(src: Path) -> Path:
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "a.txt").write_text("Table 2 shows the results of our tagging study.\nThe sky is blue.\n",
+                               encoding="utf8")
+    (src / "b.txt").write_text("In this paper we propose a new method for chunking.\n", encoding="utf8")
+    return src
+
+
+def test_output_inside_input_folder_is_never_read(tmp_path):
+    """Issue 9 item 5: `label DIR -o DIR/out` twice does not read its own outputs back."""
+    src = _small_input(tmp_path / "in")
+    first = build_corpus([src], src / "out", phrases=PHRASES, n=3)
+    first_files = outputs(src / "out")
+    second = build_corpus([src], src / "out", phrases=PHRASES, n=3)
+    assert first["inputs"] == second["inputs"] == 2
+    assert second["inputs_resumed"] == 2 and second["inputs_labeled_this_run"] == 0
+    assert outputs(src / "out") == first_files
+    assert [i.key for i in discover_inputs([src], exclude=[src / "out"])] == ["a.txt", "b.txt"]
+    # naming an output explicitly as an input is refused before anything is written over
+    before = (src / "out" / "train.spacy").read_bytes()
+    with pytest.raises(CorpusBuildError, match="inside the output directory"):
+        build_corpus([src / "out" / "train.spacy"], src / "out", phrases=PHRASES, n=3)
+    assert (src / "out" / "train.spacy").read_bytes() == before
+    # the output directory itself as the only input: nothing outside it to read
+    with pytest.raises(ValueError, match="same path as the input"):
+        build_corpus([src / "out"], src / "out", phrases=PHRASES, n=3)
+
+
+def test_edited_input_is_labeled_again(tmp_path):
+    """Issue 9 item 5: shards are keyed by content, so an edited input does not reuse its stale shard."""
+    src = _small_input(tmp_path / "in")
+    out = tmp_path / "out"
+    build_corpus([src], out, phrases=PHRASES, n=3)
+    (src / "a.txt").write_text("In future work we plan to extend the tagging model.\n", encoding="utf8")
+    summary = build_corpus([src], out, phrases=PHRASES, n=3)
+    assert summary["inputs_labeled_this_run"] == 1 and summary["inputs_resumed"] == 1
+    rows = [json.loads(l) for n in ("train", "valid") for l in (out / f"{n}.jsonl").read_text().splitlines()]
+    texts = {r["text"] for r in rows}
+    assert "In future work we plan to extend the tagging model." in texts
+    assert not any("Table 2" in t for t in texts)
+    assert len(list((out / "shards").glob("a-*.jsonl"))) == 1  # the stale shard is gone
+
+
+def test_no_usable_input_is_an_error(tmp_path):
+    """Issue 9 item 8: every input skipped -> an error naming why, no empty outputs."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "broken.xml").write_text('<PAPER><S sid="1">Table 2 shows the results of</PAPER>')
+    (src / "empty.txt").write_text("\n\n")
+    with pytest.raises(CorpusBuildError, match="none of the 2 inputs is usable"):
+        build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
+    assert not (tmp_path / "out" / "train.jsonl").exists()
+
+
+def _label(args, **kw):
+    from typer.testing import CliRunner
+
+    import spacy_rhetoric.cli.label  # noqa: F401  registers the command
+    from spacy_rhetoric.cli import app
+
+    return CliRunner().invoke(app, ["label", *map(str, args)], **kw)
+
+
+def test_label_cli_exits_non_zero_when_nothing_usable(tmp_path):
+    """Issue 9 item 8: 0 usable inputs, or no labeled sentence: exit 1 and one line saying why."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "empty.txt").write_text("\n\n")
+    phrases = _phrase_file(tmp_path)
+    result = _label([src, "-o", tmp_path / "out", "--phrases", phrases, "--n", "3"])
+    assert result.exit_code == 1
+    assert "none of the 1 inputs is usable" in result.output and "✔" not in result.output
+    (src / "empty.txt").write_text("The sky is blue.\n")
+    result = _label([src, "-o", tmp_path / "out2", "--phrases", phrases, "--n", "3"])
+    assert result.exit_code == 1
+    assert "Nothing done: no sentence of the 1 read matched" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("option", ["--n-process", "--batch-size", "--workers", "--n"])
+def test_label_cli_rejects_zero_counts(tmp_path, option):
+    """Issue 9 item 10: a clear usage error, not a crash deep inside."""
+    src = _small_input(tmp_path / "in")
+    result = _label([src, "-o", tmp_path / "out", "--phrases", _phrase_file(tmp_path), option, "0"])
+    assert result.exit_code == 2
+    assert option in result.output and "must be at least 1" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_label_cli_bad_paths_are_clear_errors(tmp_path):
+    """Issue 9 item 9: missing inputs, bad --phrases/--code and unusable outputs
+    fail before any work with one line naming the path."""
+    src = _small_input(tmp_path / "in")
+    phrases = _phrase_file(tmp_path)
+    (tmp_path / "file").write_text("x")
+    cases = [
+        ([tmp_path / "missing", "-o", tmp_path / "o1", "--phrases", phrases], "input not found"),
+        ([src, "-o", tmp_path / "file", "--phrases", phrases], "is an existing file, expected a directory"),
+        ([src, "-o", tmp_path / "o2", "--phrases", tmp_path / "nope.tsv"], "phrase list not found"),
+        ([src, "-o", tmp_path / "o3", "--phrases", phrases, "--code", src], "--code file is a directory"),
+    ]
+    for args, expected in cases:
+        result = _label(args)
+        assert result.exit_code == 1, (args, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert expected in " ".join(result.output.split()), (expected, result.output)
+    assert not any((tmp_path / f"o{i}").exists() for i in (1, 2, 3))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_label_cli_unwritable_output(tmp_path):
+    src = _small_input(tmp_path / "in")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        result = _label([src, "-o", locked / "out", "--phrases", _phrase_file(tmp_path)])
+    finally:
+        locked.chmod(0o700)
+    assert result.exit_code == 1 and "not writable" in result.output
+
+
+def test_default_phrases_do_not_depend_on_the_current_directory(tmp_path, monkeypatch):
+    """Issue 9 item 9: the default --phrases is found from any directory, or a clear error."""
+    from spacy_rhetoric.cli.label import default_phrases
+
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data"
+    (data / "iwatsuki2021-fe-database-cl").mkdir(parents=True)
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", "data")  # relative: resolved now, not later
+    assert default_phrases() == data / "iwatsuki2021-fe-database-cl"
+    monkeypatch.delenv("SPACY_RHETORIC_DATA")  # the data directory next to the repository
+    assert default_phrases().is_absolute() and default_phrases().name == "iwatsuki2021-fe-database-cl"
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", str(tmp_path / "elsewhere"))
+    src = _small_input(tmp_path / "in")
+    result = _label([src, "-o", tmp_path / "out"])
+    assert result.exit_code == 1
+    assert "SPACY_RHETORIC_DATA" in result.output and "--phrases" in result.output
+    assert not (tmp_path / "out").exists()

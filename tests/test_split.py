@@ -1,4 +1,6 @@
 """spacy-rhetoric split: document-disjoint train/test split of a DocBin."""
+from pathlib import Path
+
 import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
@@ -55,3 +57,67 @@ def test_split_cli_rejects_docs_without_id(tmp_path):
                                       str(tmp_path / "b.spacy")])
     assert result.exit_code == 1
     assert "doc 0 has no doc id" in " ".join(result.output.split())
+
+
+def test_split_doc_ids_gives_the_same_ids_as_before():
+    """The PMC-Sents-FULL split of bench_embeddings and the label split rest on
+    these ids: pinned to the values of the first implementation."""
+    assert split_doc_ids([f"PMC{i}" for i in range(10)], share=0.8, seed=0) == (
+        ["PMC4", "PMC6", "PMC2", "PMC7", "PMC3", "PMC5", "PMC9", "PMC0"], ["PMC8", "PMC1"])
+    assert split_doc_ids([f"d{i:03d}" for i in range(25)], share=0.7, seed=3) == (
+        ["d013", "d012", "d015", "d023", "d000", "d017", "d003", "d022", "d008", "d009", "d018", "d006",
+         "d001", "d010", "d002", "d011", "d020", "d016"],
+        ["d014", "d004", "d007", "d005", "d021", "d019", "d024"])
+
+
+def _split(tmp_path, *names):
+    return CliRunner().invoke(app, ["split", *[str(tmp_path / n) for n in names]])
+
+
+def test_split_cli_refuses_one_path_for_both_outputs(tmp_path):
+    """Issue 9 item 6: `split in tr tr` used to report success with one side lost."""
+    write_corpus(tmp_path / "in.spacy", ["A", "B", "C", "D", "E"])
+    result = _split(tmp_path, "in.spacy", "tr.spacy", "tr.spacy")
+    assert result.exit_code == 1
+    assert "same path" in " ".join(result.output.split())
+    assert not (tmp_path / "tr.spacy").exists()
+
+
+def test_split_cli_never_writes_over_its_input(tmp_path):
+    """Issue 9 item 6: `split in in te` used to overwrite the input."""
+    write_corpus(tmp_path / "in.spacy", ["A", "B", "C", "D", "E"])
+    before = (tmp_path / "in.spacy").read_bytes()
+    for names in (("in.spacy", "in.spacy", "te.spacy"), ("in.spacy", "tr.spacy", "in.spacy")):
+        result = _split(tmp_path, *names)
+        assert result.exit_code == 1
+        assert "same path as the input" in " ".join(result.output.split())
+    assert (tmp_path / "in.spacy").read_bytes() == before
+    assert not (tmp_path / "te.spacy").exists() and not (tmp_path / "tr.spacy").exists()
+
+
+def test_split_outputs_are_written_atomically(tmp_path, monkeypatch):
+    """A write that fails half-way leaves the earlier file under the real name
+    untouched and no temporary file behind."""
+    import pytest
+
+    from spacy_rhetoric.splits import split_docbin
+
+    write_corpus(tmp_path / "in.spacy", ["A", "B", "C", "D", "E"])
+    (tmp_path / "te.spacy").write_bytes(b"earlier")
+    real_to_disk = DocBin.to_disk
+    calls = []
+
+    def failing_to_disk(self, path):
+        calls.append(path)
+        if len(calls) == 2:
+            with open(path, "wb") as fh:
+                fh.write(b"half")
+            raise OSError("disk full")
+        return real_to_disk(self, path)
+
+    monkeypatch.setattr(DocBin, "to_disk", failing_to_disk)
+    with pytest.raises(OSError, match="disk full"):
+        split_docbin(tmp_path / "in.spacy", tmp_path / "tr.spacy", tmp_path / "te.spacy")
+    assert (tmp_path / "te.spacy").read_bytes() == b"earlier"
+    assert not list(tmp_path.glob(".tmp-*"))
+    assert all(Path(p).name.startswith(".tmp-") for p in calls)

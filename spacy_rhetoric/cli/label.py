@@ -1,10 +1,9 @@
 """``spacy-rhetoric label``: build the distant-supervision sentence set.
 
-A thin wrapper around :func:`spacy_rhetoric.corpus_builder.build_corpus`
-(see that module for the design: sentence boundaries, shards and resume,
-de-duplication, the by-paper split, Dask scale-out).
+A thin wrapper around :func:`spacy_rhetoric.corpus.build_corpus` (see
+:mod:`spacy_rhetoric.corpus` for the design: sentence boundaries, shards and
+resume, de-duplication, the by-paper split, Dask scale-out).
 """
-import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,9 +11,16 @@ import typer
 from wasabi import msg
 
 from . import app
+from .common import fail, guard, non_negative_int, nothing_done, positive_int
 
-DEFAULT_DATA = Path(os.environ.get("SPACY_RHETORIC_DATA", "../shared/data"))
-DEFAULT_PHRASES = DEFAULT_DATA / "iwatsuki2021-fe-database-cl"
+
+def default_phrases() -> Path:
+    """The Iwatsuki CL phrase database of the data directory
+    (``$SPACY_RHETORIC_DATA``, or ``../shared/data`` next to the repository:
+    ``spacy_rhetoric.demo.data_dir``), whatever the current directory."""
+    from ..demo import PHRASES_DIR, data_dir
+
+    return data_dir().absolute() / PHRASES_DIR
 
 
 @app.command("label")
@@ -22,23 +28,27 @@ def label_command(
     inputs: List[Path] = typer.Argument(
         ..., help="Input files or directories: a CL-SciSumm root or topic dir (reference-paper XMLs), "
         ".xml, .txt (one sentence per line), .jsonl (one sentence per line: text, paper_id, section, sid) "
-        "or .spacy files", exists=True,
+        "or .spacy files. Files inside the output directory are never read",
     ),
     output: Path = typer.Option(..., "--output", "-o", help="Output directory (shards, train/valid .jsonl and .spacy, summary.json)"),
-    phrases: Path = typer.Option(DEFAULT_PHRASES, "--phrases", "-p", help="Labeled phrase list: label<TAB>phrase[<TAB>count] file, a directory of them, or CFS3 5gram_dict.json"),
-    n: int = typer.Option(5, "--n", help="n-gram length of the phrase labeler"),
+    phrases: Optional[Path] = typer.Option(
+        None, "--phrases", "-p", show_default=False,
+        help="Labeled phrase list: label<TAB>phrase[<TAB>count] file, a directory of them, or CFS3 "
+             "5gram_dict.json (default: iwatsuki2021-fe-database-cl in $SPACY_RHETORIC_DATA, "
+             "else ../shared/data next to the repository)"),
+    n: int = typer.Option(5, "--n", callback=positive_int, help="n-gram length of the phrase labeler"),
     min_phrase_length: Optional[int] = typer.Option(
-        None, "--min-phrase-length",
+        None, "--min-phrase-length", callback=positive_int,
         help="Keep phrases shorter than n whole if they have at least this many tokens "
              "(default: n, i.e. only full n-grams, as in the paper)"),
     parser: str = typer.Option("en_core_web_sm", "--parser", help="English pipeline with tagger, lemmatizer and parser"),
-    n_process: int = typer.Option(1, "--n-process", help="Processes for nlp.pipe (single machine)"),
-    batch_size: int = typer.Option(256, "--batch-size", help="Sentences per nlp.pipe batch"),
+    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine)"),
+    batch_size: int = typer.Option(256, "--batch-size", callback=positive_int, help="Sentences per nlp.pipe batch"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port), or 'local' to start a LocalCluster"),
-    workers: int = typer.Option(2, "--workers", help="Worker processes of the LocalCluster (--scheduler local)"),
+    workers: int = typer.Option(2, "--workers", callback=positive_int, help="Worker processes of the LocalCluster (--scheduler local)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the train/validation split"),
-    valid_fraction: float = typer.Option(0.2, "--valid-fraction", help="Share of sentences (whole papers) in validation"),
-    limit: int = typer.Option(0, "--limit", help="Use only the first N input files (sorted by key); 0 = all"),
+    valid_fraction: float = typer.Option(0.2, "--valid-fraction", help="Share of the papers in validation"),
+    limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Use only the first N input files (sorted by key); 0 = all"),
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard shards of an earlier build in OUTPUT instead of resuming"),
     merge_only: bool = typer.Option(False, "--merge-only", help="Label nothing: merge the shards that exist (snapshot of an unfinished build)"),
@@ -46,17 +56,23 @@ def label_command(
     """Label the sentences of a corpus with the phrase-n-gram root labeler and
     write a de-duplicated, by-paper train/validation split. Rerun the same
     command after an interruption to resume."""
-    from ..corpus_builder import CorpusBuildError, build_corpus
+    from ..corpus import build_corpus
 
-    try:
+    if phrases is None:
+        phrases = default_phrases()
+        if not phrases.exists():
+            fail(f"no --phrases given and the default phrase list {phrases} does not exist: "
+                 "pass --phrases FILE|DIR or set SPACY_RHETORIC_DATA to the data directory")
+    with guard("label"):
         summary = build_corpus(
-            inputs, output, phrases=phrases, parser=parser, n=n, min_phrase_length=min_phrase_length, code=code, n_process=n_process,
-            batch_size=batch_size, scheduler=scheduler, workers=workers, seed=seed,
-            valid_fraction=valid_fraction, limit=limit, overwrite=overwrite, show_progress=True,
+            inputs, output, phrases=phrases, parser=parser, n=n, min_phrase_length=min_phrase_length,
+            code=code, n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers,
+            seed=seed, valid_fraction=valid_fraction, limit=limit, overwrite=overwrite, show_progress=True,
             merge_only=merge_only,
         )
-    except CorpusBuildError as err:
-        msg.fail(str(err), exits=1)
+    if not summary["labeled_kept"]:
+        nothing_done(f"no sentence of the {summary['sentences']} read matched a phrase n-gram; "
+                     f"{output}/train.jsonl and valid.jsonl are empty")
     split = summary["split"]
     msg.good(
         f"{summary['inputs_labeled']} inputs ({summary['inputs_resumed']} from an earlier run), "

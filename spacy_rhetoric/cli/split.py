@@ -6,6 +6,7 @@ import typer
 from wasabi import msg
 
 from . import app
+from .common import guard
 
 
 @app.command("split")
@@ -20,12 +21,13 @@ def split_cli(
     """Split a .spacy corpus by document id (no document on both sides)."""
     from ..splits import split_docbin
 
-    try:
+    with guard("split"):
         counts = split_docbin(input_path, train_path, test_path, share=share, seed=seed)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
     msg.good(
         f"train: {counts['train_ids']} ids, {counts['train_docs']} docs, {counts['train_sentences']} sentences "
         f"-> {train_path}; test: {counts['test_ids']} ids, {counts['test_docs']} docs, "
         f"{counts['test_sentences']} sentences -> {test_path}"
     )
+    for side in ("train", "test"):
+        if not counts[f"{side}_ids"]:
+            msg.warn(f"the {side} side is empty: too few doc ids for --share {share}")

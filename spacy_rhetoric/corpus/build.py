@@ -1,0 +1,212 @@
+"""The driver of a build: check the arguments and paths before any work,
+discover inputs, label the pending ones, merge, write ``summary.json``."""
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..io import atomic_write_json, check_input, check_output
+from ..util import DEFAULT_PARSER, load_parser
+from .inputs import discover_inputs
+from .labeling import build_nlp
+from .merge import merge_shards, output_paths
+from .runners import OnShard, run_dask, run_local
+from .settings import (
+    DEFAULT_EXCLUDE,
+    SUMMARY_FILE,
+    CorpusBuildError,
+    LabelSettings,
+    import_code,
+    phrases_digest,
+    prepare_output_dir,
+    read_phrase_list,
+)
+from .shards import read_shard_header, shard_path
+
+PhraseArg = Union[str, Path, Sequence[Tuple[str, str]]]
+
+
+class _NoProgress:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def check_build_args(
+    inputs: Sequence[Union[str, Path]],
+    out_dir: Path,
+    *,
+    phrases: PhraseArg,
+    code: Optional[Union[str, Path]],
+    n: int,
+    min_phrase_length: Optional[int],
+    n_process: int,
+    batch_size: int,
+    workers: int,
+    valid_fraction: float,
+) -> None:
+    """Every argument and path a build needs, checked before any work: an
+    error (``PathError`` or ``CorpusBuildError``) that names what is wrong."""
+    if not inputs:
+        raise CorpusBuildError("no inputs given")
+    for path in inputs:
+        check_input(path, what="input", dir_ok=True)
+    check_output(out_dir, what="output directory", inputs=inputs, dir_ok=True)
+    for path in output_paths(out_dir).values():
+        if path.is_dir():
+            raise CorpusBuildError(f"output {path} is an existing directory, expected a file path")
+    if isinstance(phrases, (str, Path)):
+        check_input(phrases, what="phrase list", dir_ok=True)
+    if code:
+        check_input(code, what="--code file")
+    for name, value in (("n", n), ("n_process", n_process), ("batch_size", batch_size), ("workers", workers)):
+        if int(value) < 1:
+            raise CorpusBuildError(f"{name} must be at least 1, got {value}")
+    if not 0.0 < valid_fraction < 1.0:
+        raise CorpusBuildError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
+    if min_phrase_length is not None and not 1 <= int(min_phrase_length) <= int(n):
+        raise CorpusBuildError(f"min_phrase_length must be in 1..n={n}, got {min_phrase_length}")
+
+
+def build_corpus(
+    inputs: Sequence[Union[str, Path]],
+    output_dir: Union[str, Path],
+    *,
+    phrases: PhraseArg,
+    parser: str = DEFAULT_PARSER,
+    n: int = 5,
+    min_phrase_length: Optional[int] = None,
+    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    code: Optional[Union[str, Path]] = None,
+    n_process: int = 1,
+    batch_size: int = 256,
+    scheduler: Optional[str] = None,
+    workers: int = 2,
+    seed: int = 0,
+    valid_fraction: float = 0.2,
+    limit: int = 0,
+    overwrite: bool = False,
+    show_progress: bool = False,
+    on_shard: OnShard = None,
+    merge_only: bool = False,
+) -> Dict[str, Any]:
+    """Label a corpus and write the distant-supervision set to ``output_dir``.
+
+    ``scheduler``: None for this machine (``n_process`` worker processes via
+    ``nlp.pipe``), ``"local"`` for a Dask LocalCluster of ``workers``
+    single-threaded worker processes, or a scheduler address
+    (``tcp://host:port``). ``on_shard(input, header)`` is called after each
+    shard is written. ``merge_only`` labels nothing and merges the shards
+    that exist (a snapshot of an unfinished build; ``inputs_pending`` says
+    how many inputs are missing). Files below ``output_dir`` are never
+    inputs. Raises ``CorpusBuildError`` when no input is usable. Returns the
+    summary (also written to summary.json).
+    """
+    out_dir = Path(output_dir)
+    check_build_args(inputs, out_dir, phrases=phrases, code=code, n=n, min_phrase_length=min_phrase_length,
+                     n_process=n_process, batch_size=batch_size, workers=workers,
+                     valid_fraction=valid_fraction)
+    import_code(code)
+    min_phrase_length = int(min_phrase_length) if min_phrase_length else int(n)
+    settings = LabelSettings(parser=parser, n=int(n), exclude=tuple(exclude), code=str(code) if code else None,
+                             min_phrase_length=min_phrase_length)
+    pairs, n_phrase_skipped = read_phrase_list(phrases)
+    if not pairs:
+        raise CorpusBuildError(f"the phrase list {phrases!r} holds no (label, phrase) pairs")
+    all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir])
+    config = {
+        "parser": parser,
+        "n": int(n),
+        "min_phrase_length": min_phrase_length,
+        "exclude": sorted(exclude),
+        "phrases_sha1": phrases_digest(pairs),
+        "n_phrases": len(pairs),
+    }
+    shard_dir = prepare_output_dir(out_dir, config, overwrite)
+
+    pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
+    skipped: List[Dict[str, str]] = []
+    if show_progress:
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(all_inputs), initial=len(all_inputs) - len(pending), unit="file", desc="label")
+    else:
+        progress = _NoProgress()
+    try:
+        if not pending or merge_only:
+            n_done, n_words, label_seconds = 0, 0, 0.0
+        elif scheduler:
+            n_done, n_words, label_seconds = run_dask(
+                scheduler, workers, settings, pairs, pending, shard_dir, skipped,
+                batch_size=batch_size, on_shard=on_shard, progress=progress,
+            )
+        else:
+            n_done, n_words, label_seconds = run_local(
+                build_nlp(settings, pairs), pending, shard_dir, skipped,
+                n_process=n_process, batch_size=batch_size, on_shard=on_shard, progress=progress,
+            )
+    finally:
+        progress.close()
+
+    totals: Counter = Counter()
+    bad_records: List[str] = []
+    paper_ids = set()
+    n_with_shard = 0
+    for inp in all_inputs:
+        path = shard_path(shard_dir, inp)
+        if not path.exists():
+            continue
+        n_with_shard += 1
+        header = read_shard_header(path)
+        for k in ("n_source_sentences", "n_sentences", "n_empty", "n_words", "n_labeled", "n_bad_records"):
+            totals[k] += header[k]
+        paper_ids.update(header["papers"])
+        bad_records.extend(header["bad_records"][: max(0, 20 - len(bad_records))])
+    n_pending = len(pending) if merge_only else 0
+    if n_with_shard + len(skipped) + n_pending != len(all_inputs):  # pragma: no cover - bookkeeping invariant
+        raise RuntimeError("inputs in != inputs labeled + skipped")
+    if not n_with_shard:
+        if merge_only:
+            raise CorpusBuildError(f"{out_dir} holds no labeled input yet: nothing to merge (run without --merge-only)")
+        raise CorpusBuildError(
+            f"none of the {len(all_inputs)} inputs is usable"
+            + (f" (e.g. {skipped[0]['reason']})" if skipped else "")
+        )
+
+    # The parser's own tokenizer (loaded with the pipeline, components unused)
+    # re-creates the labeled tokens exactly, so n-gram offsets stay valid.
+    tokenizer_nlp = load_parser(parser, exclude=list(exclude))
+    merged = merge_shards(out_dir, all_inputs, shard_dir, tokenizer_nlp, seed=seed, valid_fraction=valid_fraction)
+    summary = {
+        "inputs": len(all_inputs),
+        "inputs_labeled": n_with_shard,
+        "inputs_labeled_this_run": n_done,
+        "inputs_resumed": len(all_inputs) - len(pending),
+        "inputs_pending": n_pending,
+        "inputs_skipped": len(skipped),
+        "skipped": skipped,
+        "papers": len(paper_ids),
+        "source_sentences": totals["n_source_sentences"],
+        "empty_sentences": totals["n_empty"],
+        "sentences": totals["n_sentences"],
+        "words": totals["n_words"],
+        "bad_records": totals["n_bad_records"],
+        "bad_record_examples": bad_records,
+        "labeled": totals["n_labeled"],
+        **merged,
+        "phrases": {"pairs": len(pairs), "skipped_lines": n_phrase_skipped, "sha1": config["phrases_sha1"]},
+        "settings": {
+            "parser": parser, "n": int(n), "min_phrase_length": min_phrase_length,
+            "exclude": sorted(exclude), "n_process": n_process,
+            "batch_size": batch_size, "scheduler": scheduler, "workers": workers if scheduler else None,
+            "seed": seed,
+        },
+        "timing": {
+            "label_seconds": round(label_seconds, 3),
+            "words_labeled_this_run": n_words,
+            "words_per_second": round(n_words / label_seconds, 1) if n_words and label_seconds > 0 else None,
+        },
+    }
+    atomic_write_json(out_dir / SUMMARY_FILE, summary)
+    return summary

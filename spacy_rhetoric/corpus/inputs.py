@@ -1,0 +1,128 @@
+"""Input discovery: the files a build labels, each with a stable key (its
+order and shard name) and a fingerprint of its content (so an edited input
+gets a new shard instead of reusing the stale one)."""
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+from ..readers.label_inputs import SUFFIXES, input_kind
+from .settings import CorpusBuildError
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One unit of work: a file, its stable key and its content fingerprint."""
+
+    key: str
+    path: Path
+    kind: str  # "xml", "txt", "jsonl", "spacy"
+    fingerprint: str = ""  # sha1 of the file's bytes
+
+    @property
+    def shard_prefix(self) -> str:
+        """Shared by every shard of this key, whatever the content."""
+        digest = hashlib.sha1(self.key.encode("utf8")).hexdigest()[:12]
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(self.key).stem)[:60]
+        return f"{stem}-{digest}-"
+
+    @property
+    def shard_name(self) -> str:
+        return f"{self.shard_prefix}{self.fingerprint[:16]}.jsonl"
+
+
+def file_fingerprint(path: Path) -> str:
+    h = hashlib.sha1()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _clscisumm_reference_xmls(root: Path) -> List[Path]:
+    """Reference XMLs of every CL-SciSumm topic under ``root``."""
+    from ..readers.clscisumm import iter_topics
+
+    return sorted(Path(t.reference_xml) for t in iter_topics(root))
+
+
+def _walk_files(root: Path) -> List[Path]:
+    """Every file below ``root``, following symlinked directories (the
+    project's offline asset mirror links the corpus directories)."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames.sort()
+        files.extend(Path(dirpath) / name for name in filenames)
+    return sorted(files)
+
+
+def _is_below(path: Path, dirs: Sequence[Path]) -> Optional[Path]:
+    real = path.resolve()
+    for d in dirs:
+        if real == d or d in real.parents:
+            return d
+    return None
+
+
+def discover_inputs(
+    paths: Sequence[Union[str, Path]],
+    *,
+    limit: int = 0,
+    exclude: Sequence[Union[str, Path]] = (),
+) -> List[InputFile]:
+    """Expand the given files/directories into input files, sorted by key.
+
+    A directory that holds CL-SciSumm topics (``*/Reference_XML/*.xml``)
+    contributes its reference papers only (citing papers and annotations are
+    not part of the distant set); any other directory contributes every
+    ``.xml``/``.txt``/``.jsonl``/``.spacy`` file below it. Keys are paths
+    relative to the directory given (file name for a file argument). Files
+    below an ``exclude`` directory (the build's own output directory) are
+    never inputs; naming one explicitly is an error. ``limit``: the first N
+    inputs by key (0 = all); only those are fingerprinted.
+    """
+    excluded = [Path(d).resolve() for d in exclude]
+    found: Dict[str, InputFile] = {}
+    for arg in paths:
+        arg = Path(arg)
+        if arg.is_dir():
+            below = [p for p in _walk_files(arg) if not _is_below(p, excluded)]
+            if any(p.parent.name == "Reference_XML" and p.suffix == ".xml" for p in below):
+                files = [p for p in _clscisumm_reference_xmls(arg) if not _is_below(p, excluded)]
+            else:
+                files = [p for p in below if input_kind(p)]
+            items = [(p.relative_to(arg).as_posix(), p) for p in files]
+            if not items:
+                where = " outside the output directory" if _is_below(arg, excluded) or any(
+                    arg.resolve() in d.parents for d in excluded) else ""
+                raise CorpusBuildError(
+                    f"{arg}: directory holds no input files{where} ({', '.join(SUFFIXES)} or "
+                    "CL-SciSumm */Reference_XML/*.xml)"
+                )
+        elif arg.is_file():
+            if not input_kind(arg):
+                raise CorpusBuildError(
+                    f"{arg}: unsupported input type (expected one of {', '.join(SUFFIXES)})"
+                )
+            out = _is_below(arg, excluded)
+            if out is not None:
+                raise CorpusBuildError(
+                    f"{arg}: input is inside the output directory {out}; "
+                    "a build never reads its own outputs: copy it elsewhere or use another --output"
+                )
+            items = [(arg.name, arg)]
+        else:
+            raise CorpusBuildError(f"{arg}: no such file or directory")
+        for key, path in items:
+            if key in found and found[key].path.resolve() != path.resolve():
+                raise CorpusBuildError(
+                    f"two inputs have the same key {key!r}: {found[key].path} and {path}; "
+                    "pass their common parent directory instead"
+                )
+            found[key] = InputFile(key=key, path=path, kind=input_kind(path))
+    inputs = [found[k] for k in sorted(found)]
+    if limit and limit > 0:
+        inputs = inputs[:limit]
+    return [InputFile(inp.key, inp.path, inp.kind, file_fingerprint(inp.path)) for inp in inputs]

@@ -1,0 +1,98 @@
+"""What determines a build: file names in the output directory, the labeling
+settings, the phrase list, and the recorded ``build_config.json`` a resumed
+build must match."""
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import srsly
+
+from ..io import atomic_write_json
+from ..util import DEFAULT_PARSER
+
+SHARD_DIR = "shards"
+CONFIG_FILE = "build_config.json"
+SUMMARY_FILE = "summary.json"
+OUTPUT_NAMES = ("train", "valid")
+# Components of the English pipeline the labeler does not need (lemmas come
+# from tagger + attribute_ruler + lemmatizer, the root from the parser).
+DEFAULT_EXCLUDE = ("ner",)
+PhrasePairs = List[Tuple[str, str]]
+
+
+class CorpusBuildError(ValueError):
+    """A build cannot start or finish (bad arguments, incompatible resume)."""
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    """Everything that determines the labels (recorded in build_config.json)."""
+
+    parser: str = DEFAULT_PARSER
+    n: int = 5
+    exclude: Tuple[str, ...] = DEFAULT_EXCLUDE
+    code: Optional[str] = None  # a Python file to import first (custom functions), like spaCy's --code
+    # Phrase segments shorter than n tokens are kept whole when they have at least
+    # min_phrase_length tokens; None = n, i.e. only full n-grams (the paper's setting: shorter
+    # n-grams "tend to be too generic to convey a specific communicative function").
+    min_phrase_length: Optional[int] = None
+
+
+def import_code(code: Optional[Union[str, Path]]) -> None:
+    """Import a Python file (once per process), as spaCy's ``--code`` does."""
+    if not code:
+        return
+    path = Path(code)
+    name = "spacy_rhetoric_user_code_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    if name in sys.modules:
+        return
+    if not path.is_file():
+        raise CorpusBuildError(f"--code file {path} does not exist or is not a file")
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+def read_phrase_list(phrases: Union[str, Path, Sequence[Tuple[str, str]]]) -> Tuple[PhrasePairs, int]:
+    """``(label, phrase)`` pairs and the number of skipped lines."""
+    if isinstance(phrases, (str, Path)):
+        from ..readers.phrases import read_phrases
+
+        pairs, n_skipped = read_phrases(phrases)
+        return [(str(a), str(b)) for a, b in pairs], int(n_skipped)
+    return [(str(a), str(b)) for a, b in phrases], 0
+
+
+def phrases_digest(pairs: PhrasePairs) -> str:
+    h = hashlib.sha1()
+    for label, phrase in pairs:
+        h.update(f"{label}\t{phrase}\n".encode("utf8"))
+    return h.hexdigest()
+
+
+def prepare_output_dir(out_dir: Path, config: Dict[str, Any], overwrite: bool) -> Path:
+    """Create ``out_dir/shards``, refuse to resume a build with other settings
+    (unless ``overwrite``: its shards are removed), clean up temporary files of
+    a killed run and record ``config``. Returns the shard directory."""
+    path = out_dir / CONFIG_FILE
+    shard_dir = out_dir / SHARD_DIR
+    if overwrite and shard_dir.exists():
+        for p in shard_dir.iterdir():
+            p.unlink()
+    elif path.exists():
+        old = srsly.read_json(path)
+        if old != config:
+            diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+            raise CorpusBuildError(
+                f"{out_dir} holds a build with different settings ({', '.join(diff)}); "
+                "use another output directory or overwrite=True (--overwrite) to start afresh"
+            )
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    for p in shard_dir.glob(".tmp-*"):  # leftovers of a killed run
+        p.unlink()
+    atomic_write_json(path, config)
+    return shard_dir
