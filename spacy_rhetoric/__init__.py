@@ -8,6 +8,7 @@ from .about import __version__
 from .extensions import (
     get_sent_labels,
     install_extensions,
+    restore_vector_hooks,
     set_sent_labels,
     set_sent_sections,
 )
@@ -19,6 +20,7 @@ install_extensions()
 __all__ = [
     "__version__",
     "install_extensions",
+    "restore_vector_hooks",
     "set_sent_labels",
     "set_sent_sections",
     "get_sent_labels",

@@ -435,28 +435,20 @@ def sentence_vectors(nlp, docs: Iterable, *, progress: bool = True) -> Tuple[num
 
 
 def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -> Dict[str, object]:
-    """Micro/macro F1 and per-label P/R/F (scikit-learn) over sentences.
+    """Micro/macro F1 and per-label P/R/F over sentences: the scores of
+    ``spacy_rhetoric.scorers.sentence_label_scores`` (the definition shared
+    with the classifier's registered scorer: a missing prediction (None) is
+    wrong, F1-micro = accuracy, macro over the labels in gold or predictions),
+    under the keys of ``spacy-rhetoric evaluate``."""
+    from .scorers import sentence_label_scores
 
-    A missing prediction (None) counts as wrong. F1-micro is taken over all
-    labels seen in gold or predictions, so it equals accuracy; F1-macro and
-    the per-label scores are over the gold labels."""
-    from sklearn.metrics import f1_score, precision_recall_fscore_support
-
-    gold = [str(g) for g in gold]
-    pred = ["" if p is None else str(p) for p in predicted]
-    if len(gold) != len(pred):
-        raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
-    labels = sorted(set(gold))
-    p, r, f, support = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
+    s = sentence_label_scores(gold, predicted)
     return {
-        "f1_micro": float(f1_score(gold, pred, average="micro", zero_division=0)),
-        "f1_macro": float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0)),
-        "n_sentences": len(gold),
-        "n_unpredicted": sum(1 for x in predicted if x is None),
-        "per_label": {
-            label: {"p": float(p[i]), "r": float(r[i]), "f": float(f[i]), "support": int(support[i])}
-            for i, label in enumerate(labels)
-        },
+        "f1_micro": s["f_micro"],
+        "f1_macro": s["f_macro"],
+        "n_sentences": s["n_sentences"],
+        "n_unpredicted": s["n_unpredicted"],
+        "per_label": s["per_label"],
     }
 
 

@@ -11,7 +11,7 @@ keyed by the sentence's token offsets. The extensions below are read-only
 getters over that store, so the values survive ``DocBin(store_user_data=True)``
 and ``Doc.to_bytes``/``nlp.to_disk`` round trips.
 """
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.tokens import Doc, Span
@@ -32,6 +32,9 @@ CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
 DOC_ID = "doc_id"  # doc-level source id (paper id, abstract index), str
 
 SCORE_FIELDS = (SCORES, FINE_SCORES)
+
+# doc.spans key of the coarse classifier's sentence spans ("rhetoric_fine" for the fine one)
+SPANS_KEY = "rhetoric"
 
 SPAN_EXTENSIONS = {
     "rhetoric_label": LABEL,
@@ -170,6 +173,72 @@ def labelled_spans(doc: Doc, *, field: str = LABEL) -> List[Tuple[int, int, str]
     return out
 
 
+# --------------------------------------------------------------------------
+# sent.vector / sent.similarity: the encoder's vectors through Doc hooks
+# --------------------------------------------------------------------------
+
+
+def _default_span_vector(span: Span) -> numpy.ndarray:
+    """spaCy's own Span.vector (mean of token vectors), without the hooks."""
+    if not len(span):
+        return numpy.zeros((0,), dtype="float32")
+    return numpy.asarray([t.vector for t in span], dtype="float32").mean(axis=0)
+
+
+def sentence_vector_hook(span: Span) -> numpy.ndarray:
+    """``doc.user_span_hooks["vector"]``: the encoder's vector for a sentence
+    span; spans that are not encoded sentences fall back to spaCy's mean of
+    token vectors."""
+    vector = get_span_value(span, VECTOR)
+    if vector is None:
+        return _default_span_vector(span)
+    return vector
+
+
+def rhetoric_similarity(span: Span, other: Any) -> float:
+    """Cosine of the encoder vectors of two sentences (``sent.similarity``
+    with the hooks, ``sent._.rhetoric_similarity(other)`` always). Raises
+    ValueError when either has no encoder vector, rather than comparing with
+    another model's numbers."""
+    a = get_span_value(span, VECTOR)
+    b = get_span_value(other, VECTOR) if isinstance(other, Span) else None
+    if a is None or b is None:
+        which = span if a is None else other
+        raise ValueError(
+            f"similarity: {which!r} has no encoder vector (sent._.rhetoric_vector is None); "
+            "only sentences of docs processed by rhetoric_sentence_encoder can be compared"
+        )
+    if a.shape != b.shape:
+        raise ValueError(f"similarity: encoder vectors of different widths ({a.shape[0]} and {b.shape[0]})")
+    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
+    return float(a @ b) / norm if norm else 0.0
+
+
+sentence_similarity_hook = rhetoric_similarity  # doc.user_span_hooks["similarity"]
+
+
+def install_vector_hooks(doc: Doc) -> Doc:
+    """Make ``sent.vector`` / ``sent.similarity`` use the stored encoder
+    vectors. Idempotent."""
+    doc.user_span_hooks["vector"] = sentence_vector_hook
+    doc.user_span_hooks["similarity"] = sentence_similarity_hook
+    return doc
+
+
+def restore_vector_hooks(docs: Union[Doc, Iterable[Doc]]) -> Union[Doc, List[Doc]]:
+    """Reinstall the ``sent.vector`` / ``sent.similarity`` hooks on docs that
+    carry encoder vectors (others are left alone). spaCy does not serialise
+    hooks, so a Doc read back from ``DocBin`` or ``Doc.from_bytes`` needs this
+    (``nlp.pipe(..., n_process>1)`` and ``process_long_text`` call it
+    themselves). Takes a Doc (returned) or an iterable of Docs (returned as a
+    list)."""
+    if isinstance(docs, Doc):
+        if _field(docs, VECTOR):
+            install_vector_hooks(docs)
+        return docs
+    return [restore_vector_hooks(doc) for doc in docs]
+
+
 def _make_getter(field: str):
     def getter(span: Span) -> Any:
         return get_span_value(span, field)
@@ -201,6 +270,8 @@ def install_extensions() -> None:
     for name, field in SPAN_EXTENSIONS.items():
         if not Span.has_extension(name):
             Span.set_extension(name, getter=_make_getter(field), setter=_make_setter(name))
+    if not Span.has_extension("rhetoric_similarity"):
+        Span.set_extension("rhetoric_similarity", method=rhetoric_similarity)
     for name, field in DOC_EXTENSIONS.items():
         if not Doc.has_extension(name):
             Doc.set_extension(name, getter=_make_doc_getter(field), setter=_make_setter(name))

@@ -14,7 +14,9 @@ The joined Doc has exactly the input text, every token and sentence boundary
 of the pieces, and the per-sentence store of ``spacy_rhetoric.extensions``
 with its token offsets shifted (labels, scores, vectors, phrase matches,
 sections, sids); ``doc._.citance_links`` entries get their citance character
-offsets shifted. ``doc._.trf_data`` (the transformer output of one piece) is
+offsets shifted; span groups (``doc.spans["rhetoric"]``) with their
+``attrs["scores"]``; the ``sent.vector`` / ``sent.similarity`` hooks of the
+sentence encoder. ``doc._.trf_data`` (the transformer output of one piece) is
 dropped before joining; other user data is joined by spaCy's ``from_docs``
 (its warnings name what it cannot join). A sentence never crosses a piece
 boundary, so a cut inside a paragraph (only when a paragraph alone exceeds
@@ -23,6 +25,7 @@ boundary, so a cut inside a paragraph (only when a paragraph alone exceeds
 import re
 from typing import Any, Dict, Iterator, List, Sequence
 
+import numpy
 from spacy.language import Language
 from spacy.tokens import Doc
 
@@ -114,7 +117,19 @@ def join_docs(docs: Sequence[Doc]) -> Doc:
     store = merge_stores(docs)
     if store:
         joined.user_data[ext.STORE_KEY] = store
-    return joined
+    _join_span_scores(joined, docs)
+    return ext.restore_vector_hooks(joined)
+
+
+def _join_span_scores(joined: Doc, docs: Sequence[Doc]) -> None:
+    """``Doc.from_docs`` joins the span groups but not their attrs: concatenate
+    each group's ``attrs["scores"]`` (one score per span, as spancat and
+    ``rhetoric_function_classifier`` write them)."""
+    for key, group in joined.spans.items():
+        parts = [doc.spans[key] for doc in docs if key in doc.spans and len(doc.spans[key])]
+        scores = [part.attrs.get("scores") for part in parts]
+        if parts and all(s is not None and len(s) == len(p) for s, p in zip(scores, parts)):
+            group.attrs["scores"] = numpy.concatenate([numpy.asarray(s) for s in scores])
 
 
 def _pieces(nlp: Language, texts: Sequence[str], batch_size: int) -> Iterator[Doc]:

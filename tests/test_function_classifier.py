@@ -2,6 +2,7 @@ import numpy
 import pytest
 import spacy
 from numpy.testing import assert_almost_equal
+from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.util import fix_random_seed, make_tempdir, registry
@@ -371,3 +372,77 @@ def test_bad_field_settings():
         nlp.add_pipe("rhetoric_function_classifier", config={"label_field": "x", "scores_field": "x"})
     with pytest.raises(ValueError, match="non-empty"):
         nlp.add_pipe("rhetoric_function_classifier", name="c2", config={"gold_field": ""})
+
+
+@Language.component("test_fixed_sentence_labels")
+def fixed_sentence_labels(doc):
+    """Label by first word: 'A' -> x, 'B' -> w (a label no gold has), 'C' -> none, else z."""
+    sents = list(doc.sents)
+    by_word = {"A": "x", "B": "w", "C": None}
+    set_sent_labels(doc, [by_word.get(s[0].text, "z") for s in sents])
+    return doc
+
+
+def test_registered_scorer_and_evaluate_give_the_same_numbers():
+    """`spacy train` (the registered scorer) and `spacy-rhetoric evaluate`
+    (evaluation.classifier_scores) score the same predictions alike: one
+    definition (scorers.sentence_label_scores), missing prediction = wrong."""
+    from spacy_rhetoric.evaluation import evaluate_classifier
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("test_fixed_sentence_labels")
+    golds = [
+        make_reference(nlp, ["A one.", "B two.", "C three.", "D four."], ["x", "x", "y", "z"]),
+        make_reference(nlp, ["A five.", "D six."], ["x", "y"]),
+    ]
+    examples = [Example(nlp(gold.text), gold) for gold in golds]
+    train_scores = score_function_classifier(examples)
+    eval_scores = evaluate_classifier(nlp, golds, progress=False)
+    # items (gold, pred): (x,x) (x,w) (y,-) (z,z) (x,x) (y,z): 3 of 6 right
+    assert train_scores["rhetoric_f_micro"] == pytest.approx(0.5)
+    assert eval_scores["f1_micro"] == pytest.approx(train_scores["rhetoric_f_micro"])
+    # macro over w, x, y, z: x p=1 r=2/3 f=.8; z p=1/2 r=1 f=2/3; w, y: 0
+    assert train_scores["rhetoric_f_macro"] == pytest.approx((0.8 + 2 / 3) / 4)
+    assert eval_scores["f1_macro"] == pytest.approx(train_scores["rhetoric_f_macro"])
+    assert eval_scores["n_unpredicted"] == 1
+    for label, prf in train_scores["rhetoric_f_per_type"].items():
+        assert {k: eval_scores["per_label"][label][k] for k in prf} == pytest.approx(prf)
+
+
+def _trained_without_token_context():
+    # no neighbour window in the tok2vec: a token's vector depends on the token only
+    model = dict(ISOLATED, tok2vec=dict(SMALL_TOK2VEC, window_size=0))
+    fix_random_seed(0)
+    nlp = make_nlp(model)
+    _train(nlp, make_examples(nlp, TRAIN_DATA), 5)
+    return nlp
+
+
+def test_whitespace_only_sentences_get_no_label():
+    nlp = make_nlp()
+    nlp.initialize(lambda: make_examples(nlp, TRAIN_DATA))
+    doc = nlp("   \n\n ")
+    assert [s._.rhetoric_label for s in doc.sents] == [None]
+    assert [s._.rhetoric_scores for s in doc.sents] == [None]
+    assert len(doc.spans["rhetoric"]) == 0
+    # a trailing blank line the sentencizer makes a sentence of: not labelled either
+    doc = nlp("We propose a graph model.\n\n")
+    assert [s._.rhetoric_label is None for s in doc.sents] == [False, True]
+    assert [s.text for s in doc.spans["rhetoric"]] == ["We propose a graph model."]
+
+
+def test_trailing_whitespace_does_not_change_the_prediction():
+    nlp = _trained_without_token_context()
+    clf = nlp.get_pipe("rhetoric_function_classifier")
+    words = ["We", "propose", "a", "graph", "model", "."]
+    plain = Doc(nlp.vocab, words=words, sent_starts=[True] + [False] * 5)
+    # the same sentence with a paragraph break inside its span (as a parser may segment)
+    padded = Doc(nlp.vocab, words=words + ["\n\n"], spaces=[True] * 4 + [False] * 3,
+                 sent_starts=[True] + [False] * 6)
+    a = list(clf(plain).sents)[0]._.rhetoric_scores
+    b = list(clf(padded).sents)[0]._.rhetoric_scores
+    assert a == pytest.approx(b, abs=1e-7)
+    leading = Doc(nlp.vocab, words=["\n\n"] + words, spaces=[False] + [True] * 4 + [False] * 2,
+                  sent_starts=[True] + [False] * 6)
+    assert list(clf(leading).sents)[0]._.rhetoric_scores == pytest.approx(a, abs=1e-7)

@@ -57,9 +57,14 @@ def test_joined_doc_has_the_text_sentences_and_outputs(nlp, tmp_path):
     assert [s.text for s in doc.sents] == expected_sents
     got = [(s._.rhetoric_label, s._.rhetoric_vector) for s in doc.sents]
     want = [(s._.rhetoric_label, s._.rhetoric_vector) for d in piece_docs for s in d.sents]
-    assert [g[0] for g in got] == [w[0] for w in want] and all(g[0] for g in got)
+    assert [g[0] for g in got] == [w[0] for w in want]
+    # every sentence but the whitespace-only ones ("\n\n" at the end of a piece)
+    blank = [not s.text.strip() for s in doc.sents]
+    assert any(blank)
+    assert [g[0] is None for g in got] == blank and [g[1] is None for g in got] == blank
     for (_, a), (_, b) in zip(got, want):
-        numpy.testing.assert_allclose(a, b, atol=1e-5)
+        if a is not None:
+            numpy.testing.assert_allclose(a, b, atol=1e-5)
     assert ("._.", "trf_data", None, None) not in doc.user_data
     # the joined doc keeps its outputs through DocBin
     bin_ = DocBin(store_user_data=True, docs=[doc])

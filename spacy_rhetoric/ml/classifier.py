@@ -34,23 +34,9 @@ from thinc.api import (
 )
 from thinc.types import Floats2d, Ragged
 
-from .pooling import build_sentence_pooler
+from .pooling import build_sentence_pooler, ragged_to_array
 
 N_POSITION_FEATURES = 3
-
-
-def ragged_to_array() -> Model[Ragged, Floats2d]:
-    """Ragged -> its data rows (the lengths are dropped)."""
-    return Model("ragged_to_array", _ragged_to_array_forward)
-
-
-def _ragged_to_array_forward(model: Model, X: Ragged, is_train: bool):
-    lengths = X.lengths
-
-    def backprop(dY: Floats2d) -> Ragged:
-        return Ragged(dY, lengths)
-
-    return X.dataXd, backprop
 
 
 def position_features(ops, lengths) -> Floats2d:

@@ -23,7 +23,7 @@ with one row per sentence, in the order of ``indices``. The vectors are NOT
 normalised here: the metric losses decide how to treat the norm, and the
 pipe L2-normalises the vectors it stores.
 """
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -31,23 +31,12 @@ from thinc.api import Dropout, Linear, Maxout, Model, chain
 from thinc.types import Floats2d, Ragged
 
 from .classifier import build_context_trunk
-from .pooling import build_sentence_pooler
+from .pooling import build_sentence_pooler, ragged_to_array
 
 PROJECTIONS = ("linear", "maxout")
 
 
-def ragged2array() -> Model[Ragged, Floats2d]:
-    """Ragged sentence vectors (grouped per doc) -> one flat Floats2d."""
-    return Model("ragged2array", _ragged2array_forward)
-
-
-def _ragged2array_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Floats2d, Callable]:
-    lengths = X.lengths
-
-    def backprop(dY: Floats2d) -> Ragged:
-        return Ragged(dY, lengths)
-
-    return X.dataXd, backprop
+ragged2array = ragged_to_array  # the old name of the shared layer
 
 
 @registry.architectures("spacy_rhetoric.SentenceEncoder.v1")
@@ -74,7 +63,7 @@ def build_sentence_encoder(
     if projection not in PROJECTIONS:
         raise ValueError(f"Unknown projection {projection!r}: use one of {PROJECTIONS}")
     pooler = build_sentence_pooler(tok2vec, pooling)
-    layers: List[Model] = [pooler, ragged2array()]
+    layers: List[Model] = [pooler, ragged_to_array()]
     if projection_width:
         if projection == "linear":
             proj = Linear(nO=projection_width)

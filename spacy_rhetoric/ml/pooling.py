@@ -14,7 +14,7 @@ need a sentence's neighbours can still see the document structure.
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from spacy.ml.extract_spans import extract_spans
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import registry
 from thinc.api import (
@@ -42,38 +42,78 @@ POOLINGS = {
 }
 
 
-def doc_sentence_offsets(doc: Doc) -> Offsets:
-    """(start, end) token offsets of ``doc.sents``, with a clear error when the
-    doc has no sentence boundaries."""
+def model_offsets(span: Span) -> Optional[Tuple[int, int]]:
+    """The ``(start, end)`` token offsets a model sees for a sentence span:
+    leading and trailing whitespace tokens (``"\\n\\n"`` after a paragraph) left
+    out, so "A sentence." and "A sentence.\\n\\n" get the same prediction; None
+    for a sentence of whitespace only."""
+    start, end = span.start, span.end
+    doc = span.doc
+    while start < end and doc[start].is_space:
+        start += 1
+    while end > start and doc[end - 1].is_space:
+        end -= 1
+    return (start, end) if end > start else None
+
+
+def doc_sentences(doc: Doc) -> Tuple[List[Span], Offsets]:
+    """The sentences of ``doc.sents`` a sentence-level component labels (all but
+    whitespace-only ones) and the offsets its model sees for them
+    (``model_offsets``). Raises a clear error when the doc has no sentence
+    boundaries."""
     if len(doc) and not doc.has_annotation("SENT_START"):
         raise ValueError(
             "The Doc has no sentence boundaries: add a 'sentencizer', 'senter' or "
             "'parser' before the spacy_rhetoric components, or set them in your reader."
         )
-    return [(s.start, s.end) for s in doc.sents] if len(doc) else []
+    sents, offsets = [], []
+    for sent in doc.sents if len(doc) else []:
+        offs = model_offsets(sent)
+        if offs is not None:
+            sents.append(sent)
+            offsets.append(offs)
+    return sents, offsets
+
+
+def doc_sentence_offsets(doc: Doc) -> Offsets:
+    """Model offsets of the sentences of ``doc`` (see ``doc_sentences``)."""
+    return doc_sentences(doc)[1]
+
+
+def gold_sentences(example: Example, field: str = LABEL) -> Tuple[List[Span], List[Optional[str]]]:
+    """Gold sentences of an Example as spans of ``example.predicted`` (whole
+    sentences, as the store keys them), and their gold values for ``field``
+    (None where a sentence has none). Whitespace-only sentences are left out.
+
+    Reference sentences whose tokens do not align one-to-one with the predicted
+    tokenization are mapped through ``Example.get_aligned_spans_y2x``.
+    """
+    ref, pred = example.reference, example.predicted
+    sents = [s for s in (ref.sents if len(ref) else []) if model_offsets(s) is not None]
+    labels = [get_span_value(s, field) for s in sents]
+    if pred.text == ref.text and len(pred) == len(ref):
+        return [pred[s.start : s.end] for s in sents], labels
+    spans, out_labels = [], []
+    for sent, label in zip(sents, labels):
+        aligned = example.get_aligned_spans_y2x([sent], allow_overlap=True)
+        if aligned:
+            spans.append(aligned[0])
+            out_labels.append(label)
+    return spans, out_labels
 
 
 def example_sentences(
     example: Example, field: str = LABEL
 ) -> Tuple[Offsets, List[Optional[str]]]:
-    """Gold sentences of an Example, as offsets into ``example.predicted``, and
-    their gold values for ``field`` (None where a sentence has none).
-
-    Reference sentences whose tokens do not align one-to-one with the predicted
-    tokenization are mapped through ``Example.get_aligned_spans_y2x``.
-    """
-    ref = example.reference
-    sents = list(ref.sents) if len(ref) else []
-    if not sents:
-        return [], []
-    labels = [get_span_value(s, field) for s in sents]
-    if example.predicted.text == ref.text and len(example.predicted) == len(ref):
-        return [(s.start, s.end) for s in sents], labels
+    """Gold sentences of an Example as model offsets into ``example.predicted``
+    (``gold_sentences`` through ``model_offsets``) and their gold values for
+    ``field``, so training sees sentences the way prediction does."""
+    spans, labels = gold_sentences(example, field)
     offsets, out_labels = [], []
-    for sent, label in zip(sents, labels):
-        aligned = example.get_aligned_spans_y2x([sent], allow_overlap=True)
-        if aligned:
-            offsets.append((aligned[0].start, aligned[0].end))
+    for span, label in zip(spans, labels):
+        offs = model_offsets(span)
+        if offs is not None:
+            offsets.append(offs)
             out_labels.append(label)
     return offsets, out_labels
 
@@ -87,6 +127,21 @@ def make_indices(ops, offsets_per_doc: Sequence[Offsets]) -> Ragged:
     else:
         data = ops.alloc2i(0, 2)
     return Ragged(data, lengths)
+
+
+def ragged_to_array() -> Model[Ragged, Floats2d]:
+    """Ragged sentence vectors (grouped per doc) -> their data rows, one flat
+    Floats2d (the lengths are dropped; backprop restores them)."""
+    return Model("ragged_to_array", _ragged_to_array_forward)
+
+
+def _ragged_to_array_forward(model: Model, X: Ragged, is_train: bool) -> Tuple[Floats2d, Callable]:
+    lengths = X.lengths
+
+    def backprop(dY: Floats2d) -> Ragged:
+        return Ragged(dY, lengths)
+
+    return X.dataXd, backprop
 
 
 def build_sentence_pooler(

@@ -6,27 +6,32 @@ fields, ``sent._.rhetoric_label`` and ``sent._.rhetoric_scores``; a second
 instance trained on fine communicative functions (e.g. the distant labels of
 ``spacy-rhetoric label``) writes ``label_field = "fine_label"`` and
 ``scores_field = "fine_scores"`` (``sent._.rhetoric_fine_label``,
-``sent._.rhetoric_fine_scores``), so both can run in one pipeline. Gold
+``sent._.rhetoric_fine_scores``), so both can run in one pipeline. The
+sentences with their labels also go to the span group
+``doc.spans[spans_key]`` ("rhetoric", or "rhetoric_fine" for the fine
+classifier; scores in its ``attrs["scores"]`` as spaCy's spancat), so
+displaCy's span style, ``Scorer.score_spans`` and other span-group tools read
+them. Whitespace-only sentences get no label. Gold
 labels are read from ``gold_field`` of the reference docs (``"label"``, where
 every reader puts them). At prediction time the sentences are the predicted
 doc's ``doc.sents``; in ``update`` they are the gold sentences of the
-reference doc, so training does not depend on a sentencizer. Gold sentences
-without a label are left out of the loss.
+reference doc, so training does not depend on a sentencizer (both through
+``SentencePipe``). Gold sentences without a label are left out of the loss.
 """
-from itertools import islice
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+import numpy
 from spacy.language import Language
-from spacy.pipeline.trainable_pipe import TrainablePipe
-from spacy.tokens import Doc
-from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import CategoricalCrossentropy, Config, Model, Optimizer, set_dropout_rate
+from thinc.api import CategoricalCrossentropy, Config, Model
 from thinc.types import Floats2d
 
-from ..extensions import LABEL, SCORES, labelled_spans, set_span_values
-from ..ml.pooling import doc_sentence_offsets, example_sentences, make_indices
+from ..extensions import FINE_LABEL, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
+from ..scorers import sentence_label_scores
+from .sentence_pipe import SentencePipe
 
 DEFAULT_CLASSIFIER_MODEL_CONFIG = """
 [model]
@@ -71,14 +76,13 @@ def score_function_classifier(
     Each labelled gold sentence is one item. Its prediction is the label of
     the predicted sentence that contains the gold sentence's first token
     (so a different sentence segmentation costs what it really costs); a gold
-    sentence with no prediction counts as a miss. Micro and macro P/R/F over
-    the labels seen in gold or predictions, via sklearn; per-label P/R/F under
-    ``rhetoric_f_per_type``. Keys: rhetoric_f_micro, rhetoric_f_macro,
+    sentence with no prediction counts as wrong. The scores are
+    ``spacy_rhetoric.scorers.sentence_label_scores`` (F1-micro = accuracy,
+    macro over the labels in gold or predictions), the same function as
+    ``spacy-rhetoric evaluate``. Keys: rhetoric_f_micro, rhetoric_f_macro,
     rhetoric_p_macro, rhetoric_r_macro, rhetoric_f_per_type (prefix from
     ``score_prefix(label_field)``).
     """
-    from sklearn.metrics import precision_recall_fscore_support
-
     golds: List[str] = []
     preds: List[Optional[str]] = []
     for eg in examples:
@@ -100,35 +104,13 @@ def score_function_classifier(
                 first = aligned[0].start if aligned else None
             golds.append(label)
             preds.append(token_label[first] if first is not None and first < len(pred) else None)
+    scores = sentence_label_scores(golds, preds)
     prefix = score_prefix(label_field)
-    keys = ("f_micro", "f_macro", "p_macro", "r_macro")
-    if not golds:
-        out: Dict[str, Any] = {f"{prefix}_{k}": None for k in keys}
-        out[f"{prefix}_f_per_type"] = {}
-        return out
-    labels = sorted(set(golds) | {p for p in preds if p is not None})
-    missing = "\x00no-prediction"
-    preds_s = [p if p is not None else missing for p in preds]
-    p_mi, r_mi, f_mi, _ = precision_recall_fscore_support(
-        golds, preds_s, labels=labels, average="micro", zero_division=0
-    )
-    p_ma, r_ma, f_ma, _ = precision_recall_fscore_support(
-        golds, preds_s, labels=labels, average="macro", zero_division=0
-    )
-    ps, rs, fs, _ = precision_recall_fscore_support(
-        golds, preds_s, labels=labels, average=None, zero_division=0
-    )
-    per_type = {
-        label: {"p": float(p), "r": float(r), "f": float(f)}
-        for label, p, r, f in zip(labels, ps, rs, fs)
+    out: Dict[str, Any] = {f"{prefix}_{k}": scores[k] for k in ("f_micro", "f_macro", "p_macro", "r_macro")}
+    out[f"{prefix}_f_per_type"] = {
+        label: {k: v for k, v in prf.items() if k != "support"} for label, prf in scores["per_label"].items()
     }
-    return {
-        f"{prefix}_f_micro": float(f_mi),
-        f"{prefix}_f_macro": float(f_ma),
-        f"{prefix}_p_macro": float(p_ma),
-        f"{prefix}_r_macro": float(r_ma),
-        f"{prefix}_f_per_type": per_type,
-    }
+    return out
 
 
 @registry.scorers("spacy_rhetoric.function_classifier_scorer.v1")
@@ -136,14 +118,33 @@ def make_function_classifier_scorer() -> Callable:
     return score_function_classifier
 
 
+def default_spans_key(label_field: str = LABEL) -> str:
+    """The span group a classifier writes when ``spans_key`` is not set:
+    ``"rhetoric"`` for the coarse ``label`` field, ``"rhetoric_fine"`` for
+    ``fine_label``, ``"rhetoric_<label_field>"`` otherwise."""
+    if label_field == LABEL:
+        return SPANS_KEY
+    if label_field == FINE_LABEL:
+        return f"{SPANS_KEY}_fine"
+    return f"{SPANS_KEY}_{label_field}"
+
+
 @Language.factory(
     "rhetoric_function_classifier",
-    assigns=[],
+    assigns=[
+        "doc.spans",
+        "doc.user_data",
+        "span._.rhetoric_label",
+        "span._.rhetoric_scores",
+        "span._.rhetoric_fine_label",
+        "span._.rhetoric_fine_scores",
+    ],
     default_config={
         "model": DEFAULT_CLASSIFIER_MODEL,
         "label_field": LABEL,
         "scores_field": SCORES,
         "gold_field": LABEL,
+        "spans_key": None,
         "scorer": {"@scorers": "spacy_rhetoric.function_classifier_scorer.v1"},
     },
     default_score_weights={
@@ -161,6 +162,7 @@ def make_function_classifier(
     label_field: str,
     scores_field: str,
     gold_field: str,
+    spans_key: Optional[str],
     scorer: Optional[Callable],
 ) -> "FunctionClassifier":
     """Create a rhetoric_function_classifier (one label per sentence).
@@ -173,19 +175,25 @@ def make_function_classifier(
     scores_field (str): store field of the label probabilities: "scores" or
         "fine_scores".
     gold_field (str): field of the reference docs holding the gold labels.
+    spans_key (Optional[str]): the span group ``doc.spans[spans_key]`` that
+        gets one span per sentence (label = predicted label; the group's
+        ``attrs["scores"]``: the probability of each span's label, as spaCy's
+        spancat). None: ``default_spans_key(label_field)``, i.e. "rhetoric"
+        for the coarse classifier, "rhetoric_fine" for label_field "fine_label".
     scorer (Optional[Callable]): defaults to
         spacy_rhetoric.function_classifier_scorer.v1 (keys prefixed
         "rhetoric_" for label_field "label", "rhetoric_<label_field>_" else).
     """
     return FunctionClassifier(
         nlp.vocab, model, name, label_field=label_field, scores_field=scores_field,
-        gold_field=gold_field, scorer=scorer,
+        gold_field=gold_field, spans_key=spans_key, scorer=scorer,
     )
 
 
-class FunctionClassifier(TrainablePipe):
-    """Sentence-level single-label classifier writing sent._.rhetoric_label
-    and sent._.rhetoric_scores."""
+class FunctionClassifier(SentencePipe):
+    """Sentence-level single-label classifier writing sent._.rhetoric_label,
+    sent._.rhetoric_scores and the span group doc.spans["rhetoric"] (other
+    fields and key when configured so)."""
 
     def __init__(
         self,
@@ -196,9 +204,15 @@ class FunctionClassifier(TrainablePipe):
         label_field: str = LABEL,
         scores_field: str = SCORES,
         gold_field: str = LABEL,
+        spans_key: Optional[str] = None,
         scorer: Optional[Callable] = score_function_classifier,
     ) -> None:
-        for arg, value in (("label_field", label_field), ("scores_field", scores_field), ("gold_field", gold_field)):
+        if spans_key is None:
+            spans_key = default_spans_key(label_field)
+        for arg, value in (
+            ("label_field", label_field), ("scores_field", scores_field), ("gold_field", gold_field),
+            ("spans_key", spans_key),
+        ):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"[{name}] {arg} must be a non-empty string, got {value!r}")
         if label_field == scores_field:
@@ -209,6 +223,7 @@ class FunctionClassifier(TrainablePipe):
         # label_field and gold_field go to the scorer too (Pipe.score passes cfg)
         self.cfg: Dict[str, Any] = {
             "labels": [], "label_field": label_field, "scores_field": scores_field, "gold_field": gold_field,
+            "spans_key": spans_key,
         }
         self.scorer = scorer
 
@@ -225,169 +240,58 @@ class FunctionClassifier(TrainablePipe):
         return self.cfg.get("gold_field", LABEL)
 
     @property
-    def labels(self) -> Tuple[str, ...]:
-        """The labels currently added to the component."""
-        return tuple(self.cfg["labels"])
+    def spans_key(self) -> str:
+        return self.cfg.get("spans_key") or default_spans_key(self.label_field)
 
-    @property
-    def label_data(self) -> List[str]:
-        """The labels, for `spacy init labels`."""
-        return list(self.labels)
-
-    def add_label(self, label: str) -> int:
-        """Add a label. Returns 0 if it was already present, otherwise 1."""
-        if not isinstance(label, str):
-            raise ValueError(f"[{self.name}] labels must be strings, got {label!r}")
-        if label in self.labels:
-            return 0
-        output = self.model.get_ref("output_layer")
-        if output.has_param("W"):
+    def _allow_extra_label(self, label: str) -> None:
+        if self.model.get_ref("output_layer").has_param("W"):
             raise ValueError(
                 f"[{self.name}] cannot add label {label!r}: the model is already "
                 f"initialized with labels {list(self.labels)}; add labels before initialize()"
             )
-        self.cfg["labels"].append(label)
-        self.vocab.strings.add(label)
-        return 1
-
-    # -- prediction ------------------------------------------------------
-
-    def _indices(self, offsets_per_doc):
-        return make_indices(self.model.ops, offsets_per_doc)
-
-    def predict(self, docs: Iterable[Doc]) -> Floats2d:
-        """Label probabilities, one row per sentence of ``doc.sents`` (all docs
-        in order). Raises ValueError when a doc has no sentence boundaries."""
-        docs = list(docs)
-        offsets = [doc_sentence_offsets(doc) for doc in docs]
-        n_sents = sum(len(o) for o in offsets)
-        if n_sents == 0:
-            return self.model.ops.alloc2f(0, len(self.labels))
-        scores = self.model.predict((docs, self._indices(offsets)))
-        return self.model.ops.asarray(scores)
 
     def set_annotations(self, docs: Iterable[Doc], scores: Floats2d) -> None:
         """Write the argmax label to ``label_field`` and the label -> probability
-        mapping to ``scores_field`` for every sentence, one set_span_values
-        call per doc and field."""
-        scores = self.model.ops.to_numpy(scores)
+        mapping to ``scores_field`` for every sentence (one set_span_values
+        call per doc and field), and the span group ``doc.spans[spans_key]``:
+        one span per sentence labelled with its argmax label, the group's
+        ``attrs["scores"]`` the probability of that label (spaCy's spancat
+        convention)."""
         labels = self.labels
-        row = 0
-        for doc in docs:
-            sents = list(doc.sents) if len(doc) else []
-            doc_scores = scores[row : row + len(sents)]
-            row += len(sents)
-            best = doc_scores.argmax(axis=1) if len(sents) else []
-            set_span_values(doc, self.label_field, sents, [labels[int(i)] for i in best])
+        for doc, sents, doc_scores in self._rows_per_doc(docs, scores):
+            best = doc_scores.argmax(axis=1) if len(sents) else numpy.zeros((0,), dtype="i")
+            predicted = [labels[int(i)] for i in best]
+            set_span_values(doc, self.label_field, sents, predicted)
             set_span_values(
                 doc,
                 self.scores_field,
                 sents,
                 [{label: float(p) for label, p in zip(labels, r)} for r in doc_scores],
             )
-
-    # -- training --------------------------------------------------------
-
-    def _gold(self, examples: Sequence[Example]):
-        """Gold sentence offsets per example and one label index per sentence
-        (-1 for unlabelled sentences and labels the component does not know)."""
-        label_to_i = {label: i for i, label in enumerate(self.labels)}
-        offsets, truths = [], []
-        for eg in examples:
-            offs, labels = example_sentences(eg, self.gold_field)
-            offsets.append(offs)
-            truths.extend(label_to_i.get(label, -1) if label is not None else -1 for label in labels)
-        return offsets, truths
-
-    def update(
-        self,
-        examples: Iterable[Example],
-        *,
-        drop: float = 0.0,
-        sgd: Optional[Optimizer] = None,
-        losses: Optional[Dict[str, float]] = None,
-    ) -> Dict[str, float]:
-        """Learn from a batch of Examples, using the reference docs' gold
-        sentences and labels."""
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, "FunctionClassifier.update")
-        self._require_labels()
-        offsets, truths = self._gold(examples)
-        if not any(t >= 0 for t in truths):
-            return losses
-        set_dropout_rate(self.model, drop)
-        docs = [eg.predicted for eg in examples]
-        scores, backprop = self.model.begin_update((docs, self._indices(offsets)))
-        loss, d_scores = self._loss(scores, truths)
-        backprop(d_scores)
-        if sgd is not None:
-            self.finish_update(sgd)
-        losses[self.name] += loss
-        return losses
+            group = SpanGroup(
+                doc, name=self.spans_key,
+                spans=[Span(doc, s.start, s.end, label=label) for s, label in zip(sents, predicted)],
+            )
+            group.attrs["scores"] = numpy.asarray(
+                [r[int(i)] for r, i in zip(doc_scores, best)], dtype="float32"
+            )
+            doc.spans[self.spans_key] = group
 
     def _loss(self, scores: Floats2d, truths: List[int]) -> Tuple[float, Floats2d]:
+        """Mean cross-entropy over the labelled sentences (target >= 0) and its
+        gradient w.r.t. the Softmax logits, as thinc's Softmax expects."""
         n_labelled = sum(1 for t in truths if t >= 0)
         if n_labelled == 0:
             return 0.0, self.model.ops.alloc2f(*scores.shape)
         xp = self.model.ops.xp
         loss_fn = CategoricalCrossentropy(normalize=False, missing_value=-1)
         d_scores = loss_fn.get_grad(scores, list(truths)) / n_labelled
-        # Cross-entropy of the labelled sentences (mean); d_scores is its
-        # gradient w.r.t. the Softmax logits, as thinc's Softmax expects.
         t = xp.asarray(truths, dtype="i")
         rows = xp.where(t >= 0)[0]
         probs = scores[rows, t[rows]]
         loss = float(-xp.log(xp.clip(probs, 1e-8, 1.0)).sum() / n_labelled)
         return loss, d_scores
 
-    def get_loss(self, examples: Iterable[Example], scores: Floats2d) -> Tuple[float, Floats2d]:
-        """Mean cross-entropy over the labelled gold sentences and its gradient.
-        ``scores`` must have one row per gold sentence of the examples (the
-        output of the model on ``example_sentences``)."""
-        examples = list(examples)
-        validate_examples(examples, "FunctionClassifier.get_loss")
-        _, truths = self._gold(examples)
-        if len(truths) != scores.shape[0]:
-            raise ValueError(
-                f"[{self.name}] get_loss: {scores.shape[0]} score rows for {len(truths)} gold sentences"
-            )
-        return self._loss(scores, truths)
-
-    def initialize(
-        self,
-        get_examples: Callable[[], Iterable[Example]],
-        *,
-        nlp: Optional[Language] = None,
-        labels: Optional[Iterable[str]] = None,
-    ) -> None:
-        """Set the labels (``labels``, or all gold sentence labels found in
-        ``get_examples()``, sorted) and initialize the model on a sample."""
-        validate_get_examples(get_examples, "FunctionClassifier.initialize")
-        if labels is not None:
-            for label in labels:
-                self.add_label(label)
-        else:
-            found = set()
-            for eg in get_examples():
-                found.update(label for _, _, label in labelled_spans(eg.reference, field=self.gold_field))
-            for label in sorted(found):
-                self.add_label(label)
-        if len(self.labels) < 2:
-            raise ValueError(
-                f"[{self.name}] needs at least 2 labels, found {list(self.labels)}: do the "
-                f"reference docs carry sentence labels in field {self.gold_field!r} "
-                f"(spacy_rhetoric.set_sent_labels)?"
-            )
+    def _initialize_model(self, X) -> None:
         self.model.get_ref("output_layer").set_dim("nO", len(self.labels))
-        sample = list(islice(get_examples(), 10))
-        offsets, _ = self._gold(sample)
-        if not sum(len(o) for o in offsets):
-            raise ValueError(
-                f"[{self.name}] the initialization examples have no gold sentences: "
-                f"the reference docs need sentence boundaries"
-            )
-        docs = [eg.predicted for eg in sample]
-        self.model.initialize(X=(docs, self._indices(offsets)))
+        self.model.initialize(X=X)

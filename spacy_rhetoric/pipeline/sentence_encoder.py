@@ -15,12 +15,14 @@ Outputs: ``sent._.rhetoric_vector`` (L2-normalised float32, stored in
 ``DocBin``/``Doc.to_bytes``), and ``doc.user_span_hooks`` for "vector" and
 "similarity" so that ``sent.vector`` and ``sent.similarity`` use it.
 
-Hooks are Python callables and are NOT serialised: a Doc read back from a
-``DocBin`` or ``Doc.from_bytes`` keeps ``sent._.rhetoric_vector`` and the
-``sent._.rhetoric_similarity(other)`` method (both read the stored vectors),
-and gets ``sent.vector`` / ``sent.similarity`` back with
-``install_vector_hooks(doc)``. Running the component again also reinstalls
-them.
+Hooks are Python callables and spaCy does NOT serialise them: a Doc read
+back from a ``DocBin`` or ``Doc.from_bytes`` keeps ``sent._.rhetoric_vector``
+and the ``sent._.rhetoric_similarity(other)`` method (both read the stored
+vectors), and gets ``sent.vector`` / ``sent.similarity`` back with
+``spacy_rhetoric.restore_vector_hooks(docs)``. ``nlp.pipe(...,
+n_process>1)`` (whose docs spaCy rebuilds from bytes) and
+``process_long_text`` restore them themselves: the factory gives its ``nlp``
+a ``pipe`` that does (``RestoreHooksPipe``).
 
 Loss parameters (class weights of softmax / ArcFace) are torch parameters
 outside the thinc model: they get their own torch Adam optimizer
@@ -28,23 +30,32 @@ outside the thinc model: they get their own torch Adam optimizer
 ``to_disk``/``to_bytes``).
 """
 import io
-from itertools import islice
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 import srsly
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc, Span
-from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.tokens import Doc
+from spacy.training import Example
 from spacy.util import from_bytes, from_disk, registry, to_bytes, to_disk
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer, set_dropout_rate, torch2xp, xp2torch
+from thinc.api import Config, Model, Optimizer, torch2xp, xp2torch
 from thinc.types import Floats2d
 
 from .. import losses as _losses  # noqa: F401  (registers the metric losses)
-from ..extensions import LABEL, STORE_KEY, VECTOR, get_span_value, set_span_values
-from ..ml.pooling import Offsets, doc_sentence_offsets, example_sentences, make_indices
+from ..extensions import (  # noqa: F401  (the hook functions' old import place)
+    LABEL,
+    VECTOR,
+    get_span_value,
+    install_vector_hooks,
+    restore_vector_hooks,
+    rhetoric_similarity,
+    sentence_similarity_hook,
+    sentence_vector_hook,
+    set_span_values,
+)
+from ..ml.pooling import gold_sentences
+from .sentence_pipe import SentencePipe
 
 default_model_config = """
 [model]
@@ -75,71 +86,6 @@ SCORE_PREFIX = "encoder"
 
 
 # --------------------------------------------------------------------------
-# Hooks: sent.vector / sent.similarity from the stored vectors
-# --------------------------------------------------------------------------
-
-
-def _default_span_vector(span: Span) -> numpy.ndarray:
-    """spaCy's own Span.vector (mean of token vectors), without the hooks."""
-    if not len(span):
-        return numpy.zeros((0,), dtype="float32")
-    return numpy.asarray([t.vector for t in span], dtype="float32").mean(axis=0)
-
-
-def sentence_vector_hook(span: Span) -> numpy.ndarray:
-    """``doc.user_span_hooks["vector"]``: the encoder's vector for a sentence
-    span; spans that are not encoded sentences fall back to spaCy's mean of
-    token vectors."""
-    vector = get_span_value(span, VECTOR)
-    if vector is None:
-        return _default_span_vector(span)
-    return vector
-
-
-def _vector_of(obj: Any) -> numpy.ndarray:
-    if isinstance(obj, Span):
-        return sentence_vector_hook(obj)
-    return numpy.asarray(obj.vector, dtype="float32")
-
-
-def _cosine(a: numpy.ndarray, b: numpy.ndarray) -> float:
-    a = numpy.asarray(a, dtype="float32").ravel()
-    b = numpy.asarray(b, dtype="float32").ravel()
-    if a.shape != b.shape or not a.size:
-        return 0.0
-    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
-    return float(a @ b) / norm if norm else 0.0
-
-
-def sentence_similarity_hook(span: Span, other: Any) -> float:
-    """``doc.user_span_hooks["similarity"]``: cosine of the encoder vectors
-    (``other`` may be a Span, Doc or Token)."""
-    return _cosine(sentence_vector_hook(span), _vector_of(other))
-
-
-def rhetoric_similarity(span: Span, other: Any) -> float:
-    """``sent._.rhetoric_similarity(other)``: like the hook, but works without
-    hooks (e.g. on a Doc read back from a DocBin)."""
-    return sentence_similarity_hook(span, other)
-
-
-def install_vector_hooks(doc: Doc) -> Doc:
-    """Make ``sent.vector`` / ``sent.similarity`` use the stored encoder
-    vectors. Idempotent; call it on Docs read from a DocBin or bytes."""
-    doc.user_span_hooks["vector"] = sentence_vector_hook
-    doc.user_span_hooks["similarity"] = sentence_similarity_hook
-    return doc
-
-
-def install_encoder_extensions() -> None:
-    if not Span.has_extension("rhetoric_similarity"):
-        Span.set_extension("rhetoric_similarity", method=rhetoric_similarity)
-
-
-install_encoder_extensions()
-
-
-# --------------------------------------------------------------------------
 # Scorer: retrieval P@1 / MAP@R over the gold-labelled sentences
 # --------------------------------------------------------------------------
 
@@ -151,16 +97,14 @@ def collect_vectors(
     gold labels, and how many labelled sentences had no vector."""
     vectors, labels, missing = [], [], 0
     for eg in examples:
-        offsets, gold = example_sentences(eg, field)
-        store = eg.predicted.user_data.get(STORE_KEY, {}).get(VECTOR, {})
-        for (start, end), label in zip(offsets, gold):
+        for span, label in zip(*gold_sentences(eg, field)):
             if label is None:
                 continue
-            stored = store.get(f"{start}:{end}")
-            if stored is None:
+            vector = get_span_value(span, VECTOR)
+            if vector is None:
                 missing += 1
                 continue
-            vectors.append(numpy.frombuffer(stored, dtype="float32"))
+            vectors.append(vector)
             labels.append(label)
     if vectors:
         return numpy.vstack(vectors), labels, missing
@@ -232,6 +176,8 @@ def make_sentence_encoder(
         own parameters (class weights of softmax / ArcFace).
     label_field: the per-sentence gold field of the reference Doc.
     """
+    if not isinstance(nlp.__dict__.get("pipe"), RestoreHooksPipe):
+        nlp.pipe = RestoreHooksPipe(nlp)
     return SentenceEncoder(
         nlp.vocab,
         model,
@@ -243,8 +189,28 @@ def make_sentence_encoder(
     )
 
 
-class SentenceEncoder(TrainablePipe):
+class RestoreHooksPipe:
+    """``nlp.pipe`` of a pipeline with the encoder: ``Language.pipe`` plus
+    ``restore_vector_hooks`` on every doc it yields. With ``n_process > 1``
+    spaCy rebuilds each doc from bytes in the calling process
+    (``Language._multiprocessing_pipe``) and hooks are not serialised, so
+    ``sent.vector`` / ``sent.similarity`` would otherwise fall back to other
+    numbers (``doc.tensor`` rows, or 0.0)."""
+
+    def __init__(self, nlp: Language) -> None:
+        self.nlp = nlp
+
+    def __call__(self, texts, *args, **kwargs):
+        for item in type(self.nlp).pipe(self.nlp, texts, *args, **kwargs):
+            restore_vector_hooks(item[0] if isinstance(item, tuple) else item)
+            yield item
+
+
+class SentenceEncoder(SentencePipe):
     """Metric-learning sentence encoder; fills ``sent._.rhetoric_vector``."""
+
+    # Only gold sentences with a known label are pooled in ``update``.
+    train_on_unlabelled = False
 
     def __init__(
         self,
@@ -278,82 +244,33 @@ class SentenceEncoder(TrainablePipe):
         self._loss_ready = False
         self._loss_optimizer = None
 
-    # -- labels ------------------------------------------------------------
-
     @property
-    def labels(self) -> Tuple[str, ...]:
-        return tuple(self.cfg["labels"])
+    def gold_field(self) -> str:
+        return self.cfg["label_field"]
 
-    @property
-    def label_data(self) -> List[str]:
-        return list(self.labels)
-
-    def add_label(self, label: str) -> int:
-        if not isinstance(label, str):
-            raise ValueError(f"[{self.name}] labels must be strings, got {type(label).__name__}")
-        if label in self.labels:
-            return 0
+    def _allow_extra_label(self, label: str) -> None:
         if self._loss_ready and getattr(self.loss_fn, "needs_classes", False):
             raise ValueError(
                 f"[{self.name}] cannot add label {label!r} after initialization: the loss "
                 f"{type(self.loss_fn).__name__} has one class weight per label; re-initialize instead"
             )
-        self.cfg["labels"].append(label)
-        self.vocab.strings.add(label)
-        return 1
 
     # -- prediction --------------------------------------------------------
 
-    def predict(self, docs: Iterable[Doc]) -> List[Floats2d]:
-        """One array of sentence vectors per doc (rows in ``doc.sents`` order)."""
-        docs = list(docs)
-        offsets = [doc_sentence_offsets(doc) for doc in docs]
-        n_sents = sum(len(o) for o in offsets)
-        width = self.cfg.get("width") or 0
-        if not n_sents:
-            return [self.model.ops.alloc2f(0, width) for _ in docs]
-        vectors = self.model.predict((docs, make_indices(self.model.ops, offsets)))
-        out, i = [], 0
-        for o in offsets:
-            out.append(vectors[i : i + len(o)])
-            i += len(o)
-        return out
+    def _n_outputs(self) -> int:
+        return self.cfg.get("width") or 0
 
-    def set_annotations(self, docs: Iterable[Doc], vectors: Sequence[Floats2d]) -> None:
+    def set_annotations(self, docs: Iterable[Doc], vectors: Floats2d) -> None:
         """Store L2-normalised float32 vectors per sentence and install the
         ``sent.vector`` / ``sent.similarity`` hooks."""
-        for doc, doc_vectors in zip(docs, vectors):
-            sents = list(doc.sents) if len(doc) else []
-            arr = numpy.asarray(self.model.ops.to_numpy(doc_vectors), dtype="float32")
-            if len(sents) != arr.shape[0]:
-                raise ValueError(
-                    f"[{self.name}] {arr.shape[0]} vectors for {len(sents)} sentences: "
-                    "the sentence boundaries changed between predict and set_annotations"
-                )
+        for doc, sents, doc_vectors in self._rows_per_doc(docs, vectors):
             if len(sents):
+                arr = numpy.asarray(doc_vectors, dtype="float32")
                 norms = numpy.linalg.norm(arr, axis=1, keepdims=True)
-                arr = arr / numpy.maximum(norms, 1e-12)
-                set_span_values(doc, VECTOR, sents, list(arr.astype("float32")))
+                set_span_values(doc, VECTOR, sents, list(arr / numpy.maximum(norms, 1e-12)))
             install_vector_hooks(doc)
 
     # -- training ----------------------------------------------------------
-
-    def _gold(self, examples: Sequence[Example]) -> Tuple[List[Offsets], List[int]]:
-        """Gold sentence offsets (only sentences with a known label) per
-        example, and their label indices."""
-        label_ids = {label: i for i, label in enumerate(self.labels)}
-        field = self.cfg["label_field"]
-        offsets_per_doc: List[Offsets] = []
-        ids: List[int] = []
-        for eg in examples:
-            offsets, labels = example_sentences(eg, field)
-            kept = []
-            for offset, label in zip(offsets, labels):
-                if label is not None and label in label_ids:
-                    kept.append(offset)
-                    ids.append(label_ids[label])
-            offsets_per_doc.append(kept)
-        return offsets_per_doc, ids
 
     def _ensure_loss(self, device=None) -> None:
         """Create the loss's class weights (once) and its torch optimizer."""
@@ -374,7 +291,9 @@ class SentenceEncoder(TrainablePipe):
         if params and self._loss_optimizer is None:
             self._loss_optimizer = torch.optim.Adam(params, lr=self.cfg["loss_learn_rate"])
 
-    def _loss_and_gradient(self, vectors: Floats2d, label_ids: Sequence[int]) -> Tuple[float, Floats2d]:
+    def _loss(self, vectors: Floats2d, label_ids: Sequence[int]) -> Tuple[float, Floats2d]:
+        """The metric loss of the vectors and its gradient (zero for fewer than
+        two vectors); the loss's own parameters get their gradients too."""
         import torch
 
         if vectors.shape[0] < 2 or len(set(label_ids)) < 1:
@@ -395,47 +314,6 @@ class SentenceEncoder(TrainablePipe):
         d_vectors = self.model.ops.asarray2f(torch2xp(emb.grad))
         return float(loss.detach()), d_vectors
 
-    def get_loss(self, examples: Iterable[Example], vectors: Floats2d) -> Tuple[float, Floats2d]:
-        """Loss and gradient for the sentence vectors of the gold-labelled
-        sentences of ``examples`` (as produced by the model in ``update``)."""
-        examples = list(examples)
-        validate_examples(examples, "SentenceEncoder.get_loss")
-        _, label_ids = self._gold(examples)
-        if len(label_ids) != vectors.shape[0]:
-            raise ValueError(f"[{self.name}] {vectors.shape[0]} vectors for {len(label_ids)} labelled sentences")
-        return self._loss_and_gradient(vectors, label_ids)
-
-    def update(
-        self,
-        examples: Iterable[Example],
-        *,
-        drop: float = 0.0,
-        sgd: Optional[Optimizer] = None,
-        losses: Optional[Dict[str, float]] = None,
-    ) -> Dict[str, float]:
-        """Pool the gold sentences that carry a label, apply the metric loss,
-        backpropagate through the model (and a shared transformer, if any)
-        and step the loss's own optimizer."""
-        if losses is None:
-            losses = {}
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, "SentenceEncoder.update")
-        docs = [eg.predicted for eg in examples]
-        if not any(len(doc) for doc in docs):
-            return losses
-        offsets_per_doc, label_ids = self._gold(examples)
-        set_dropout_rate(self.model, drop)
-        # All docs go through the model (a TransformerListener expects the
-        # exact batch the transformer saw), even those without labels.
-        vectors, backprop = self.model.begin_update((docs, make_indices(self.model.ops, offsets_per_doc)))
-        loss, d_vectors = self._loss_and_gradient(vectors, label_ids)
-        backprop(d_vectors)
-        if sgd is not None:
-            self.finish_update(sgd)
-        losses[self.name] += loss
-        return losses
-
     def finish_update(self, sgd: Optimizer) -> None:
         """Update the thinc model with ``sgd`` and the loss's own parameters
         with their torch optimizer (``Language.update`` and ``spacy train``
@@ -445,40 +323,8 @@ class SentenceEncoder(TrainablePipe):
             self._loss_optimizer.step()
             self._loss_optimizer.zero_grad()
 
-    def initialize(
-        self,
-        get_examples: Callable[[], Iterable[Example]],
-        *,
-        nlp: Optional[Language] = None,
-        labels: Optional[Iterable[str]] = None,
-    ) -> None:
-        """Labels (from ``labels``, e.g. ``init labels``, or the gold
-        sentences), model initialization and the loss's class weights."""
-        validate_get_examples(get_examples, "SentenceEncoder.initialize")
-        if labels is not None:
-            for label in labels:
-                self.add_label(label)
-            subbatch = list(islice(get_examples(), 10))
-        else:
-            # One pass over the data: labels from every example, the first
-            # ten kept as the model's initialization sample.
-            subbatch = []
-            for eg in get_examples():
-                if len(subbatch) < 10:
-                    subbatch.append(eg)
-                for label in example_sentences(eg, self.cfg["label_field"])[1]:
-                    if label is not None:
-                        self.add_label(label)
-        if len(self.labels) < 2:
-            raise ValueError(
-                f"[{self.name}] needs at least 2 sentence labels in the '{self.cfg['label_field']}' "
-                f"field of the training data, found {list(self.labels)}"
-            )
-        docs = [eg.predicted for eg in subbatch]
-        offsets = [example_sentences(eg, self.cfg["label_field"])[0] for eg in subbatch]
-        if not sum(len(o) for o in offsets):
-            raise ValueError(f"[{self.name}] the initialization examples have no sentences")
-        X = (docs, make_indices(self.model.ops, offsets))
+    def _initialize_model(self, X) -> None:
+        """Model initialization, its output width and the loss's class weights."""
         self.model.initialize(X=X)
         self.cfg["width"] = int(self.model.predict(X).shape[1])
         self._loss_ready = False
