@@ -688,3 +688,13 @@ def test_linker_names(tiny_encoder_dir):
     assert isinstance(linker.retriever, CitRetScorer) and not hasattr(linker, "scorer_")
     assert not hasattr(citance_linker, "DEFAULT_LINKER_CONFIG")
     assert set(nlp.get_pipe_meta("rhetoric_citance_linker").assigns) == {"doc._.citance_links", "doc.user_data"}
+
+
+def test_cli_link_unloadable_encoder_one_line_exit_1(tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("\n".join(TOY_REFERENCE) + "\n")
+    (tmp_path / "empty-encoder").mkdir()
+    result = _cli(["link", ref, ref, "--no-wmd", "--encoder", tmp_path / "empty-encoder"])
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
+    assert result.exit_code == 1 and text.startswith("✘ link: ") and text.count("✘") == 1, text
+    assert "empty-encoder" in text and "Traceback" not in text

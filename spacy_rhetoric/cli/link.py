@@ -191,9 +191,9 @@ def link_cli(
     try:
         with guard("link"):
             nlp, linker = build_linker(model, encoder, vectors, wce, denoise, wmd, k, preprocess_text)
-    except OSError as err:
-        fail(f"link: cannot load the encoder {encoder or model or 'of the default config'}: "
-             f"{str(err).splitlines()[0]}")
+    except OSError as err:  # a pipeline or encoder directory that transformers / spaCy cannot read
+        what = f"--model {model}" if model is not None and encoder is None else f"the encoder {encoder or ''}"
+        fail(f"link: cannot load {what.strip()}: {str(err).splitlines()[0]}")
     if evaluate:
         result = evaluate_topics(linker, nlp, chosen, k=k)
         result["settings"] = linker.settings.to_dict()
