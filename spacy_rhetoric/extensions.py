@@ -24,12 +24,15 @@ SCORES = "scores"
 FINE_LABEL = "fine_label"  # fine communicative function (a second classifier's output)
 FINE_SCORES = "fine_scores"
 VECTOR = "vector"
-SECTION = "section"
+SECTION = "section"  # section category (section tagger) or, from older readers, the raw heading
+HEADING = "heading"  # raw heading text of the section a sentence is in (paper readers), str
+PARAGRAPH = "paragraph"  # paragraph index within the paper (paper readers), int
 PHRASE_LABEL = "phrase_label"
 PHRASE_MATCH = "phrase_match"
 SID = "sid"  # source sentence id (e.g. CL-SciSumm ``sid``), str
 CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
 DOC_ID = "doc_id"  # doc-level source id (paper id, abstract index), str
+TITLE = "title"  # doc-level paper title (paper readers), str
 
 SCORE_FIELDS = (SCORES, FINE_SCORES)
 
@@ -46,8 +49,10 @@ SPAN_EXTENSIONS = {
     "phrase_label": PHRASE_LABEL,
     "phrase_match": PHRASE_MATCH,
     "rhetoric_sid": SID,
+    "rhetoric_heading": HEADING,
+    "rhetoric_paragraph": PARAGRAPH,
 }
-DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS, "rhetoric_doc_id": DOC_ID}
+DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS, "rhetoric_doc_id": DOC_ID, "rhetoric_title": TITLE}
 
 
 def span_key(span: Span) -> str:
@@ -72,7 +77,9 @@ def encode_value(field: str, value: Any) -> Any:
         return [int(start), int(end)]
     if field in SCORE_FIELDS:
         return {str(k): float(v) for k, v in dict(value).items()}
-    if field in (LABEL, FINE_LABEL, SECTION, PHRASE_LABEL, SID):
+    if field == PARAGRAPH:
+        return int(value)
+    if field in (LABEL, FINE_LABEL, SECTION, HEADING, PHRASE_LABEL, SID):
         if not isinstance(value, str):
             raise TypeError(f"{field!r} values must be str or None, got {type(value).__name__}")
         return value
