@@ -3,7 +3,7 @@ vectors, span hooks, serialization round trips, every registered loss."""
 import numpy
 import pytest
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 import spacy_rhetoric  # noqa: F401  (extensions)
@@ -428,3 +428,72 @@ def test_context_encoder_separates_identical_sentences_by_position(encoder, tmp_
     loaded = spacy.load(tmp_path / "ctx")
     again = all_vectors(list(loaded.pipe(texts(SAME_TEXT))))
     numpy.testing.assert_allclose(again, vectors, rtol=1e-5, atol=1e-6)
+
+
+def check_encoder_numbers(doc):
+    """sent.vector / sent.similarity are the encoder's, not spaCy's fallback
+    (0.0, or the mean of doc.tensor rows)."""
+    sents = [s for s in doc.sents if s.text.strip()]
+    assert all(s._.rhetoric_vector is not None for s in sents)
+    for sent in sents:
+        numpy.testing.assert_array_equal(sent.vector, sent._.rhetoric_vector)
+    a, b = sents[0], sents[2]
+    assert a.similarity(b) == pytest.approx(float(a._.rhetoric_vector @ b._.rhetoric_vector), abs=1e-6)
+
+
+def test_vector_hooks_after_to_bytes_and_docbin(trained):
+    nlp, _ = trained
+    doc = nlp(texts()[0])
+    check_encoder_numbers(doc)
+    with pytest.warns(UserWarning, match="W109"):  # spaCy: hooks are not saved
+        from_bytes = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    (from_docbin,) = DocBin(store_user_data=True, docs=[doc]).get_docs(nlp.vocab)
+    for again in (from_bytes, from_docbin):
+        # spaCy does not serialise hooks; the stored vectors come back, and so do the hooks
+        assert "vector" not in again.user_span_hooks
+        assert spacy_rhetoric.restore_vector_hooks(again) is again
+        check_encoder_numbers(again)
+        numpy.testing.assert_array_equal(all_vectors([again]), all_vectors([doc]))
+    # a doc without encoder vectors gets no hooks
+    (plain,) = spacy_rhetoric.restore_vector_hooks([spacy.blank("en")("No vectors here.")])
+    assert "vector" not in plain.user_span_hooks
+
+
+def test_vector_hooks_after_process_long_text(trained):
+    nlp, _ = trained
+    text = "\n\n".join(texts())
+    doc = spacy_rhetoric.process_long_text(nlp, text, max_chars=len(texts()[0]) + 10)
+    check_encoder_numbers(doc)
+
+
+def test_vector_hooks_with_n_process(trained):
+    nlp, _ = trained
+    one = list(nlp.pipe([texts()[0]] * 4))
+    two = list(nlp.pipe([texts()[0]] * 4, n_process=2))
+    for a, b in zip(one, two):
+        check_encoder_numbers(b)
+        sa, sb = list(a.sents), list(b.sents)
+        assert sb[0].vector.shape == sa[0].vector.shape
+        assert sb[0].similarity(sb[2]) == pytest.approx(sa[0].similarity(sa[2]), abs=1e-6)
+    # as_tuples goes through the same pipe
+    (doc, ctx), = list(nlp.pipe([(texts()[0], 7)], as_tuples=True, n_process=2))
+    assert ctx == 7
+    check_encoder_numbers(doc)
+
+
+def test_similarity_needs_encoder_vectors_on_both_sides(trained):
+    nlp, _ = trained
+    doc = nlp(texts()[0])
+    first = list(doc.sents)[0]
+    with pytest.raises(ValueError, match="no encoder vector"):
+        first.similarity(doc[first.start : first.end - 1])
+    with pytest.raises(ValueError, match="no encoder vector"):
+        first._.rhetoric_similarity(doc)
+
+
+def test_whitespace_only_sentences_get_no_vector(trained):
+    nlp, _ = trained
+    doc = nlp("   \n\n ")
+    assert [s._.rhetoric_vector for s in doc.sents] == [None]
+    doc = nlp(texts()[0] + "\n\n")
+    assert [s._.rhetoric_vector is None for s in doc.sents] == [False] * 4 + [True]

@@ -99,6 +99,7 @@ _PARSE_ONLY_ASSIGNS = {
 
 @Language.factory(
     "rhetoric_phrase_labeler",
+    assigns=["doc.user_data", "span._.phrase_label", "span._.phrase_match"],
     requires=["token.dep", "token.lemma"],
     default_config={
         "n": 5,

@@ -143,7 +143,7 @@ def make_sentence_encoder_scorer() -> Callable:
 
 @Language.factory(
     "rhetoric_sentence_encoder",
-    assigns=["doc.user_data"],
+    assigns=["doc.user_data", "doc.user_span_hooks", "span._.rhetoric_vector"],
     default_config={
         "model": DEFAULT_ENCODER_MODEL,
         "loss": DEFAULT_ENCODER_LOSS,
