@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 
@@ -111,7 +111,7 @@ def _stamp(config: Path, overrides: Dict[str, Any], inputs: List[Path]) -> str:
     }, sort_keys=True)
 
 
-def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inputs: List[Path] = (),
+def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inputs: Sequence[Path] = (),
                    retrain: bool = False) -> Path:
     """Train ``config`` with ``spacy.cli.train.train`` into ``output`` and
     return the final model (``model-last``, whose meta.json holds the dev
