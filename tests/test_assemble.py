@@ -207,3 +207,21 @@ def test_cli_assemble(tmp_path):
     assert result.exit_code == 1 and "same path as the input" in output_of(result)
     result = runner.invoke(app, ["assemble", str(tmp_path / "y")])
     assert result.exit_code == 1 and "Nothing done" in output_of(result)
+
+
+def test_save_pipeline_failure_keeps_the_old_pipeline(tmp_path, monkeypatch):
+    coarse = tiny_classifier(tmp_path / "coarse")
+    nlp = spacy.load(coarse)
+    save_pipeline(nlp, tmp_path / "out")
+    before = (tmp_path / "out" / "config.cfg").read_text()
+
+    def broken_to_disk(path, **kwargs):
+        path.mkdir()
+        (path / "config.cfg").write_text("half written")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(nlp, "to_disk", broken_to_disk)
+    with pytest.raises(OSError, match="disk full"):
+        save_pipeline(nlp, tmp_path / "out")
+    assert (tmp_path / "out" / "config.cfg").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["coarse", "out"]
