@@ -37,6 +37,7 @@ ENTRY_POINTS = {
         "rhetoric_citance_linker = spacy_rhetoric.pipeline.citance_linker:make_citance_linker",
         "rhetoric_sentence_encoder = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder",
         "rhetoric_function_classifier = spacy_rhetoric.pipeline.function_classifier:make_function_classifier",
+        "rhetoric_section_tagger = spacy_rhetoric.pipeline.section_tagger:make_section_tagger",
     ],
     "spacy_architectures": [
         "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",
@@ -49,6 +50,7 @@ ENTRY_POINTS = {
     ],
     "spacy_scorers": [
         "spacy_rhetoric.function_classifier_scorer.v1 = spacy_rhetoric.pipeline.function_classifier:make_function_classifier_scorer",
+        "spacy_rhetoric.section_tagger_scorer.v1 = spacy_rhetoric.pipeline.section_tagger:make_section_tagger_scorer",
         "spacy_rhetoric.phrase_labeler_scorer.v1 = spacy_rhetoric.pipeline.phrase_labeler:make_phrase_labeler_scorer",
         "spacy_rhetoric.citance_link_scorer.v1 = spacy_rhetoric.pipeline.citance_linker:make_citance_link_scorer",
         "spacy_rhetoric.sentence_encoder_scorer.v1 = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder_scorer",
@@ -86,7 +88,7 @@ setup(
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf8"),
     long_description_content_type="text/markdown",
     packages=find_packages(exclude=["tests", "tests.*"]),
-    package_data={"spacy_rhetoric": ["assets/*.txt"], "spacy_rhetoric.configs": ["*.cfg"]},
+    package_data={"spacy_rhetoric": ["assets/*.txt", "assets/*.json"], "spacy_rhetoric.configs": ["*.cfg"]},
     include_package_data=True,
     python_requires=">=3.9",
     install_requires=INSTALL_REQUIRES,

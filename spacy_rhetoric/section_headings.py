@@ -1,0 +1,334 @@
+"""Section headings -> section categories: parsing, keyword rules, the
+learned heading classifier and its training (used by
+``rhetoric_section_tagger``, ``scripts/build_section_model.py`` and
+``benchmarks/bench_section_tagger.py``).
+
+* :func:`parse_heading` splits a raw heading into its number (``"4.2"`` ->
+  ``("4", "2")``; arabic, roman ``"IV."`` and letter ``"A.1"`` numbering) and
+  its normalised text (lower case, ``&`` -> ``and``, punctuation -> space).
+* :class:`HeadingRules`: keyword rules kept as data (``assets/section_rules.json``,
+  extendable by a user file): regular expressions searched in the normalised
+  text; the match that starts first wins (then the longer one, then the
+  earlier rule). A rule marked ``back_matter`` (references,
+  acknowledgements, appendix...) also makes every later heading of the paper
+  ``other``.
+* :class:`HeadingClassifier`: scikit-learn char n-gram TF-IDF +
+  LogisticRegression, stored as JSON (vocabulary, idf, coefficients) and
+  rebuilt on load, never pickled. The packaged one
+  (``assets/section_model.json``) is built from the FeRoSA headings by
+  ``scripts/build_section_model.py``.
+"""
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy
+import srsly
+
+# Categories, in the order of a paper. COSAEMB's five plus title, abstract
+# and other (back matter, junk, and headings the model is unsure about).
+TITLE = "title"
+ABSTRACT = "abstract"
+INTRODUCTION = "introduction"
+RELATED_WORK = "related work"
+METHOD = "method"
+RESULTS = "results"
+CONCLUSION = "conclusion"
+OTHER = "other"
+CATEGORIES = (TITLE, ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, OTHER)
+
+ASSETS = "assets"
+RULES_FILE = "section_rules.json"
+MODEL_FILE = "section_model.json"
+
+
+def packaged_path(filename: str) -> Path:
+    """Filesystem path of a file of ``spacy_rhetoric/assets`` (package data)."""
+    return Path(str(files("spacy_rhetoric") / ASSETS / filename))
+
+
+# --------------------------------------------------------------------------
+# Parsing
+
+
+@dataclass(frozen=True)
+class Heading:
+    raw: str
+    number: Tuple[str, ...]  # () when unnumbered; ("4", "2") for "4.2 ..."
+    text: str  # normalised text without the number
+
+    @property
+    def depth(self) -> int:
+        """1 for "4 ..." / unnumbered, 2 for "4.2 ...", ..."""
+        return max(1, len(self.number))
+
+    @property
+    def model_text(self) -> str:
+        """What the rules and the classifier read: the text, or for a heading
+        that is only a number (OCR junk), the whole normalised heading."""
+        return self.text or normalize_heading(self.raw)
+
+
+_NUMBER = re.compile(
+    r"^\s*(?:"
+    r"(?P<arabic>\d{1,3}(?:\.\d{1,3})*)(?:\.\s*|\)\s*|\s+|$)"  # 4 / 4.2 / 4.2. / 4)
+    r"|(?P<letter>[A-Z](?:\.\d{1,3})+)(?:\.\s*|\s+|$)"  # A.1 / A.1.2
+    r"|(?P<letter1>[A-Z])[.)]\s+"  # A. / A)  (a bare "A " is an article)
+    r"|(?P<roman>[IVX]{1,5})(?:[.)]\s*|\s+(?=[A-Z]))"  # IV. / IV Results
+    r")"
+)
+_PUNCT = re.compile(r"[^\w\s-]+")
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_heading(text: str) -> str:
+    """Lower case, ``&`` -> ``and``, punctuation (but hyphens) -> space,
+    whitespace collapsed, stray hyphens at the ends removed."""
+    text = text.lower().replace("&", " and ")
+    text = _PUNCT.sub(" ", text)
+    return _SPACE.sub(" ", text).strip(" -")
+
+
+def parse_heading(raw: str) -> Heading:
+    """Split ``raw`` into number and normalised text: ``"4.2 Results on WMT"``
+    -> ``Heading(number=("4", "2"), text="results on wmt")``."""
+    raw = str(raw)
+    number: Tuple[str, ...] = ()
+    rest = raw
+    m = _NUMBER.match(raw)
+    if m:
+        value = m.group("arabic") or m.group("letter") or m.group("letter1") or m.group("roman")
+        number = tuple(value.split("."))
+        rest = raw[m.end():]
+    return Heading(raw=raw, number=number, text=normalize_heading(rest))
+
+
+# --------------------------------------------------------------------------
+# Keyword rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    category: str
+    pattern: str
+    back_matter: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"category": self.category, "pattern": self.pattern}
+        if self.back_matter:
+            out["back_matter"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    rule: Rule
+    start: int  # character offsets of the match in the normalised text
+    end: int
+
+    @property
+    def category(self) -> str:
+        return self.rule.category
+
+    @property
+    def back_matter(self) -> bool:
+        return self.rule.back_matter
+
+
+class HeadingRules:
+    """Ordered keyword rules over normalised heading text."""
+
+    def __init__(self, rules: Iterable[Union[Rule, Dict[str, Any]]] = ()) -> None:
+        self.rules: List[Rule] = []
+        for i, rule in enumerate(rules):
+            if isinstance(rule, dict):
+                unknown = set(rule) - {"category", "pattern", "back_matter", "comment"}
+                if unknown or "category" not in rule or "pattern" not in rule:
+                    raise ValueError(
+                        f"section rule {i} must have 'category' and 'pattern' (optional 'back_matter', "
+                        f"'comment'), got {sorted(rule)}"
+                    )
+                try:
+                    rule = Rule(str(rule["category"]), str(rule["pattern"]), bool(rule.get("back_matter", False)))
+                except re.error as exc:
+                    raise ValueError(f"section rule {i}: bad regular expression {rule['pattern']!r}: {exc}") from None
+            self.rules.append(rule)
+
+    @classmethod
+    def from_file(cls, path: Union[str, Path]) -> "HeadingRules":
+        """Rules from a JSON file: ``{"rules": [{"category", "pattern",
+        "back_matter"?}, ...]}`` or a bare list of such objects."""
+        data = srsly.read_json(path)
+        if isinstance(data, dict):
+            data = data.get("rules", [])
+        return cls(data)
+
+    @classmethod
+    def packaged(cls) -> "HeadingRules":
+        return cls.from_file(packaged_path(RULES_FILE))
+
+    def __add__(self, other: "HeadingRules") -> "HeadingRules":
+        return HeadingRules(self.rules + other.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def to_list(self) -> List[Dict[str, Any]]:
+        return [r.to_dict() for r in self.rules]
+
+    def match(self, text: str) -> Optional[RuleMatch]:
+        """The rule whose match starts first in ``text`` (normalised), then
+        the longest match, then the earliest rule; None when none matches."""
+        best: Optional[Tuple[int, int, int]] = None
+        found = None
+        for i, rule in enumerate(self.rules):
+            m = rule.regex.search(text)
+            if m is None:
+                continue
+            key = (m.start(), -(m.end() - m.start()), i)
+            if best is None or key < best:
+                best, found = key, RuleMatch(rule, m.start(), m.end())
+        return found
+
+
+# --------------------------------------------------------------------------
+# Learned classifier
+
+DEFAULT_VECTORIZER = {"analyzer": "char_wb", "ngram_range": [1, 4], "min_df": 3, "max_features": 3000,
+                      "sublinear_tf": True}
+DEFAULT_CLASSIFIER = {"C": 10.0, "max_iter": 2000}
+_DECIMALS = 5  # stored precision of idf and coefficients
+
+
+class HeadingClassifier:
+    """Char n-gram TF-IDF + LogisticRegression over normalised heading text
+    (scikit-learn), persisted as JSON."""
+
+    def __init__(self, vectorizer, classifier, info: Optional[Dict[str, Any]] = None) -> None:
+        self.vectorizer = vectorizer
+        self.classifier = classifier
+        self.info = dict(info or {})
+
+    @property
+    def classes(self) -> List[str]:
+        return [str(c) for c in self.classifier.classes_]
+
+    @classmethod
+    def fit(cls, texts: Sequence[str], labels: Sequence[str], *,
+            vectorizer: Optional[Dict[str, Any]] = None, classifier: Optional[Dict[str, Any]] = None,
+            info: Optional[Dict[str, Any]] = None) -> "HeadingClassifier":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        vec_params = {**DEFAULT_VECTORIZER, **(vectorizer or {})}
+        clf_params = {**DEFAULT_CLASSIFIER, **(classifier or {})}
+        if len(set(labels)) < 2:
+            raise ValueError(f"HeadingClassifier needs at least two categories, got {sorted(set(labels))}")
+        vec = TfidfVectorizer(**{**vec_params, "ngram_range": tuple(vec_params["ngram_range"])})
+        X = vec.fit_transform(list(texts))
+        clf = LogisticRegression(**clf_params).fit(X, list(labels))
+        # Keep only what is stored, rounded, so a saved model predicts exactly
+        # like the trained one.
+        data = {
+            "vectorizer": {"params": vec_params, "vocabulary": sorted(vec.vocabulary_, key=vec.vocabulary_.get),
+                           "idf": numpy.round(vec.idf_, _DECIMALS).tolist()},
+            "classifier": {"params": clf_params, "classes": [str(c) for c in clf.classes_],
+                           "coef": numpy.round(clf.coef_, _DECIMALS).tolist(),
+                           "intercept": numpy.round(clf.intercept_, _DECIMALS).tolist()},
+            "info": {**(info or {}), "n_train": len(texts)},
+        }
+        return cls.from_dict(data)
+
+    def predict_proba(self, texts: Sequence[str]) -> numpy.ndarray:
+        """(n, len(classes)) probabilities."""
+        if not len(texts):
+            return numpy.zeros((0, len(self.classes)), dtype="float64")
+        return self.classifier.predict_proba(self.vectorizer.transform(list(texts)))
+
+    def predict(self, texts: Sequence[str]) -> List[Tuple[str, float]]:
+        """(category, probability) of the most probable category per text."""
+        probs = self.predict_proba(texts)
+        classes = self.classes
+        return [(classes[int(i)], float(row[int(i)])) for row, i in zip(probs, probs.argmax(axis=1))]
+
+    def to_dict(self) -> Dict[str, Any]:
+        vec = self.vectorizer
+        clf = self.classifier
+        return {
+            "vectorizer": {"params": self.info.get("vectorizer_params", {}),
+                           "vocabulary": sorted(vec.vocabulary_, key=vec.vocabulary_.get),
+                           "idf": vec.idf_.tolist()},
+            "classifier": {"params": self.info.get("classifier_params", {}), "classes": self.classes,
+                           "coef": clf.coef_.tolist(), "intercept": clf.intercept_.tolist()},
+            "info": {k: v for k, v in self.info.items() if k not in ("vectorizer_params", "classifier_params")},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "HeadingClassifier":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        vec_params = dict(data["vectorizer"]["params"])
+        # the vocabulary is fixed: the fitting-only options do not apply
+        rebuild = {k: v for k, v in vec_params.items() if k not in ("min_df", "max_df", "max_features")}
+        if "ngram_range" in rebuild:
+            rebuild["ngram_range"] = tuple(rebuild["ngram_range"])
+        vec = TfidfVectorizer(**rebuild, vocabulary=list(data["vectorizer"]["vocabulary"]))
+        vec.idf_ = numpy.asarray(data["vectorizer"]["idf"], dtype="float64")
+        clf_params = dict(data["classifier"]["params"])
+        clf = LogisticRegression(**clf_params)
+        clf.classes_ = numpy.asarray(data["classifier"]["classes"], dtype=object)
+        clf.coef_ = numpy.asarray(data["classifier"]["coef"], dtype="float64")
+        clf.intercept_ = numpy.asarray(data["classifier"]["intercept"], dtype="float64")
+        if clf.coef_.shape != (len(clf.classes_), len(vec.vocabulary)):
+            raise ValueError(
+                f"heading model: coef shape {clf.coef_.shape} does not match "
+                f"{len(clf.classes_)} classes x {len(vec.vocabulary)} features"
+            )
+        info = {**data.get("info", {}), "vectorizer_params": vec_params, "classifier_params": clf_params}
+        return cls(vec, clf, info)
+
+    def to_disk(self, path: Union[str, Path]) -> None:
+        srsly.write_json(path, self.to_dict(), indent=0)
+
+    @classmethod
+    def from_disk(cls, path: Union[str, Path]) -> "HeadingClassifier":
+        return cls.from_dict(srsly.read_json(path))
+
+    @classmethod
+    def packaged(cls) -> "HeadingClassifier":
+        return cls.from_disk(packaged_path(MODEL_FILE))
+
+
+def train_heading_classifier(pairs: Sequence[Tuple[str, str]], *, source: str = "",
+                             vectorizer: Optional[Dict[str, Any]] = None,
+                             classifier: Optional[Dict[str, Any]] = None) -> HeadingClassifier:
+    """Fit a HeadingClassifier on ``(raw heading, category)`` pairs (the
+    text it reads is ``parse_heading(raw).model_text``)."""
+    texts = [parse_heading(h).model_text for h, _ in pairs]
+    labels = [c for _, c in pairs]
+    counts: Dict[str, int] = {}
+    for c in labels:
+        counts[c] = counts.get(c, 0) + 1
+    return HeadingClassifier.fit(texts, labels, vectorizer=vectorizer, classifier=classifier,
+                                 info={"source": source, "categories": dict(sorted(counts.items()))})
+
+
+def split_headings(pairs: Sequence[Tuple[str, str]], *, test_fraction: float = 0.2,
+                   seed: int = 0) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
+    """Train/test split by heading string: all rows whose normalised heading
+    (``normalize_heading``) is one of the held-out strings go to test, so no
+    string is on both sides. The held-out strings are a seeded random
+    ``test_fraction`` of the distinct strings."""
+    keys = sorted({normalize_heading(h) for h, _ in pairs})
+    rng = numpy.random.default_rng(seed)
+    order = rng.permutation(len(keys))
+    held = {keys[i] for i in order[: int(round(len(keys) * test_fraction))]}
+    train = [p for p in pairs if normalize_heading(p[0]) not in held]
+    test = [p for p in pairs if normalize_heading(p[0]) in held]
+    return train, test
