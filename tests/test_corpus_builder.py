@@ -437,6 +437,8 @@ def test_no_usable_input_is_an_error(tmp_path):
     with pytest.raises(CorpusBuildError, match="none of the 2 inputs is usable"):
         build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
     assert not (tmp_path / "out" / "train.jsonl").exists()
+    with pytest.raises(CorpusBuildError, match="nothing to merge"):
+        build_corpus([src], tmp_path / "snap", phrases=PHRASES, n=3, merge_only=True)
 
 
 def _label(args, **kw):

@@ -121,3 +121,10 @@ def test_split_outputs_are_written_atomically(tmp_path, monkeypatch):
     assert (tmp_path / "te.spacy").read_bytes() == b"earlier"
     assert not list(tmp_path.glob(".tmp-*"))
     assert all(Path(p).name.startswith(".tmp-") for p in calls)
+
+
+def test_split_cli_warns_about_an_empty_side(tmp_path):
+    write_corpus(tmp_path / "in.spacy", ["A", "B"])
+    result = _split(tmp_path, "in.spacy", "tr.spacy", "te.spacy")
+    assert result.exit_code == 0
+    assert "the test side is empty" in result.output

@@ -6,6 +6,8 @@
 * ``csabstruct``, ``pmc``, ``citation_intent`` (SciCite, ACL-ARC),
   ``clscisumm`` (reference-paper XML, annotation files, topics),
   ``phrases`` (labelled phrase lists).
+* ``label_inputs``: the input formats of ``spacy-rhetoric label`` (``.xml``,
+  ``.txt``, ``.jsonl``, ``.spacy`` papers as sentence lists).
 * ``corpora``: the registered ``[corpora]`` readers
   ``spacy_rhetoric.{CSAbstruct,PMCSents,CitationIntent,SciSumm,Sentence}Corpus.v1``.
 
