@@ -60,6 +60,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.PMCSentsCorpus.v1 = spacy_rhetoric.readers.corpora:pmc_sents_corpus",
         "spacy_rhetoric.CitationIntentCorpus.v1 = spacy_rhetoric.readers.corpora:citation_intent_corpus",
         "spacy_rhetoric.SciSummCorpus.v1 = spacy_rhetoric.readers.corpora:scisumm_corpus",
+        "spacy_rhetoric.PaperCorpus.v1 = spacy_rhetoric.readers.corpora:paper_corpus",
         "spacy_rhetoric.SentenceCorpus.v1 = spacy_rhetoric.readers.corpora:sentence_corpus",
     ],
     "spacy_misc": [

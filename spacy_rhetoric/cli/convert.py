@@ -1,6 +1,7 @@
 """``spacy-rhetoric convert``: corpus files -> ``.spacy`` DocBin with gold
 sentence boundaries, sentence labels, sections, sids and doc ids (stored as
 user data, read back by the registered readers and components)."""
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict
 
@@ -15,10 +16,20 @@ FORMATS: Dict[str, str] = {
     "scicite": "SciCite JSON lines, one Doc per citation context",
     "acl-arc": "ACL-ARC JSON lines, one Doc per citation context",
     "clscisumm": "CL-SciSumm topics dir, one Doc per reference paper",
+    "tei": "GROBID TEI XML paper(s), a file or a folder, one Doc per paper",
+    "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
+    "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
+    "text": "plain text / Markdown paper(s), a file or a folder, one Doc per paper",
+    "auto": "paper(s) in any of tei, jats, s2orc, text (detected per file), one Doc per paper",
 }
+PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "auto")  # readers.papers; a file or a folder
 
 
 def get_reader(fmt: str) -> Callable:
+    if fmt in PAPER_FORMATS:
+        from ..readers.papers import read_papers
+
+        return partial(read_papers, fmt=fmt)
     from ..readers.citation_intent import read_citation_intent
     from ..readers.clscisumm import read_reference_docs
     from ..readers.csabstruct import read_csabstruct

@@ -31,6 +31,7 @@ from .citation_intent import read_citation_intent
 from .clscisumm import read_reference_docs
 from .common import ReadStats
 from .csabstruct import read_csabstruct
+from .papers import read_papers
 from .pmc import read_pmc_sents
 
 CorpusReader = Callable[[Language], Iterator[Example]]
@@ -98,6 +99,17 @@ def scisumm_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> CorpusR
     one Example per reference paper, with sids, sections and the paper id
     (no rhetorical labels)."""
     return _DocCorpus("CL-SciSumm", read_reference_docs, path, limit=limit, shuffle=shuffle)
+
+
+@registry.readers("spacy_rhetoric.PaperCorpus.v1")
+def paper_corpus(path: Path, format: str = "auto", splitter: str = "sentencizer", limit: int = 0,
+                 shuffle: bool = False) -> CorpusReader:
+    """Full-text papers (a file or a folder; ``format`` auto, tei, jats,
+    s2orc, text or clscisumm, see ``readers.papers``): one Example per paper
+    with sentence boundaries, headings, paragraphs, title, citation spans
+    and the file stem as doc id (no rhetorical labels)."""
+    return _DocCorpus("papers", read_papers, path, limit=limit, shuffle=shuffle, fmt=format,
+                      splitter=splitter)
 
 
 def _spacy_files(path: Path) -> List[Path]:

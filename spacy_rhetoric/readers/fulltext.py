@@ -1,0 +1,283 @@
+"""What the full-text paper readers share (``tei``, ``jats``, ``s2orc``,
+``text``; the entry point is ``papers.read_papers``).
+
+Each format module parses one file into a :class:`Paper`: the title and a
+flat list of :class:`Paragraph` (abstract paragraphs first, with the heading
+``"Abstract"``), each with its raw heading, plain text, citation character
+spans and, where the source has them (GROBID ``<s>``), gold sentence spans.
+:func:`paper_doc` turns a Paper into one Doc:
+
+* paragraphs joined by a single space, tokenized by ``nlp.make_doc``;
+* sentence starts preset: every paragraph starts a sentence; with gold
+  sentences those are the sentences; otherwise a sentence splitter
+  (:func:`sentence_splitter`: spaCy's rule-based ``sentencizer`` or the
+  trained ``senter`` of ``en_core_web_sm``) fills in the rest, and never
+  starts a sentence inside a citation span. ``doc.sents`` works without a
+  parser;
+* per sentence, through :mod:`spacy_rhetoric.extensions`: ``HEADING`` (raw
+  heading text with its number, e.g. ``"4.1 Experimental Results"``;
+  ``"Abstract"``; nothing for text before the first heading) and
+  ``PARAGRAPH`` (index in the paper, abstract paragraphs included, from 0);
+  doc-level ``TITLE`` (the title is not part of the Doc's text) and
+  ``DOC_ID`` (the file stem);
+* citations as the span group ``doc.spans["citations"]`` (label ``"bibr"``,
+  the bibliography entry id, if any, as ``kb_id_``).
+
+All of it survives ``DocBin(store_user_data=True)``. ``SECTION`` is left to
+the section tagger.
+"""
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+from .. import extensions
+from .common import ReaderError
+
+ABSTRACT = "Abstract"
+CITATIONS_KEY = "citations"  # doc.spans key of the citation spans
+CITATION_LABEL = "bibr"
+SPLITTERS = ("sentencizer", "senter")
+# File name endings dropped to make the doc id ("N18-3011.tei.xml" -> "N18-3011").
+_ID_SUFFIXES = (".xml", ".nxml", ".json", ".tei", ".grobid", ".txt", ".md", ".markdown")
+
+_WS = re.compile(r"\s+")
+
+
+def norm_space(text: Optional[str]) -> str:
+    return _WS.sub(" ", text or "").strip()
+
+
+@dataclass
+class Paragraph:
+    text: str
+    heading: Optional[str]
+    citations: List[Tuple[int, int, str]] = field(default_factory=list)  # char start, end, target id
+    sentences: Optional[List[Tuple[int, int]]] = None  # gold sentence char spans
+
+
+@dataclass
+class Paper:
+    doc_id: str
+    title: Optional[str]
+    paragraphs: List[Paragraph]
+    headings: List[Optional[str]]  # body sections in order (with or without paragraphs)
+
+    @property
+    def body(self) -> List[Paragraph]:
+        return [p for p in self.paragraphs if p.heading != ABSTRACT]
+
+
+def doc_id_from_path(path: Union[str, Path]) -> str:
+    name = Path(path).name
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _ID_SUFFIXES:
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                changed = True
+    return name
+
+
+def heading_text(number: Optional[str], title: Optional[str]) -> Optional[str]:
+    """``"4.1"``, ``"Results"`` -> ``"4.1 Results"``; None when both are empty."""
+    parts = [norm_space(number), norm_space(title)]
+    text = " ".join(p for p in parts if p)
+    return text or None
+
+
+class TextBuilder:
+    """Collects a paragraph's text from XML pieces with whitespace collapsed,
+    recording character marks (citations, sentences) as it goes."""
+
+    def __init__(self):
+        self.parts: List[str] = []
+        self.length = 0
+        self.citations: List[Tuple[int, int, str]] = []
+        self.sentences: List[Tuple[int, int]] = []
+
+    def _ends_with_space(self) -> bool:
+        return not self.parts or self.parts[-1].endswith(" ")
+
+    def add(self, text: Optional[str]) -> None:
+        if not text:
+            return
+        text = _WS.sub(" ", text)
+        if text.startswith(" ") and self._ends_with_space():
+            text = text[1:]
+        if text:
+            self.parts.append(text)
+            self.length += len(text)
+
+    def separate(self) -> None:
+        """Make sure what comes next starts a new word (between sentences)."""
+        if not self._ends_with_space():
+            self.add(" ")
+
+    def paragraph(self, heading: Optional[str]) -> Paragraph:
+        text = "".join(self.parts)
+        stripped = text.rstrip()
+        lead = len(stripped) - len(stripped.lstrip())
+        stripped = stripped.lstrip()
+        end = len(stripped)
+
+        def clip(start: int, stop: int) -> Tuple[int, int]:
+            return max(0, start - lead), min(end, stop - lead)
+
+        cites = [(*clip(s, e), t) for s, e, t in self.citations]
+        sents = [clip(s, e) for s, e in self.sentences]
+        return Paragraph(
+            text=stripped,
+            heading=heading,
+            citations=[c for c in cites if c[1] > c[0]],
+            sentences=[s for s in sents if s[1] > s[0]] or None,
+        )
+
+
+# --------------------------------------------------------------------------
+# XML
+
+
+_ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.\-]*(?::[\w.\-]+)?)")
+
+
+def xml_root_name(data: bytes) -> Optional[str]:
+    """Local name of the first element of an XML document (the root), found
+    without parsing; None when there is none."""
+    match = _ROOT_TAG.search(data)
+    return match.group(1).decode("ascii", "replace").rsplit(":", 1)[-1] if match else None
+
+
+def parse_xml(path: Path) -> ET.Element:
+    """Parse an XML file safely: expat never loads a DTD or anything from the
+    network, and a document that declares entities in its DOCTYPE (billion
+    laughs, external entities) is refused. Any problem is a ReaderError
+    naming the file (and line)."""
+    data = Path(path).read_bytes()
+    root = _ROOT_TAG.search(data)
+    prologue = data[: root.start()] if root else data
+    if b"<!ENTITY" in prologue:
+        line = prologue[: prologue.index(b"<!ENTITY")].count(b"\n") + 1
+        raise ReaderError(path, line, "refused XML: entity declarations are not allowed")
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as exc:
+        line, col = exc.position
+        raise ReaderError(path, line, f"broken XML (column {col}): {exc}") from None
+
+
+def local_name(tag) -> str:
+    """Tag without namespace (comments and processing instructions: "")."""
+    if not isinstance(tag, str):
+        return ""
+    return tag.rsplit("}", 1)[-1]
+
+
+# --------------------------------------------------------------------------
+# Sentence splitting
+
+_SPLITTER_CACHE: Dict[str, Callable[[Doc], None]] = {}
+
+
+def sentence_splitter(name: str = "sentencizer") -> Callable[[Doc], None]:
+    """A callable that fills in the unset sentence starts of a Doc (preset
+    starts are kept: ``overwrite=False``). ``"sentencizer"``: spaCy's
+    punctuation rules; ``"senter"``: the trained sentence recognizer of
+    ``en_core_web_sm`` (``util.load_parser``), run on a copy of the tokens
+    in its own vocab."""
+    if name not in SPLITTERS:
+        raise ValueError(f"sentence splitter must be one of {SPLITTERS}, got {name!r}")
+    if name not in _SPLITTER_CACHE:
+        if name == "sentencizer":
+            from spacy.pipeline import Sentencizer
+
+            sentencizer = Sentencizer()
+
+            def split(doc: Doc) -> None:
+                sentencizer(doc)
+        else:
+            from ..util import load_parser
+
+            nlp = load_parser("en_core_web_sm", exclude=["tok2vec", "tagger", "parser",
+                                                         "attribute_ruler", "lemmatizer", "ner"])
+            nlp.enable_pipe("senter")
+            senter = nlp.get_pipe("senter")
+
+            def split(doc: Doc) -> None:
+                starts = [t.is_sent_start for t in doc]
+                copy = Doc(nlp.vocab, words=[t.text for t in doc],
+                           spaces=[bool(t.whitespace_) for t in doc], sent_starts=starts)
+                copy = senter(copy)
+                for token, other in zip(doc, copy):
+                    token.is_sent_start = other.is_sent_start
+        _SPLITTER_CACHE[name] = split
+    return _SPLITTER_CACHE[name]
+
+
+# --------------------------------------------------------------------------
+# Paper -> Doc
+
+
+def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> Doc:
+    """One Doc for ``paper`` (see the module docstring). Paragraphs without
+    tokens are left out."""
+    words: List[str] = []
+    spaces: List[bool] = []
+    starts: List[Optional[bool]] = []
+    para_spans: List[Tuple[int, int, int, Optional[str]]] = []  # start, end, index, heading
+    cites: List[Tuple[int, int, str]] = []
+    index = 0
+    for para in paper.paragraphs:
+        pdoc = nlp.make_doc(para.text)
+        if not len(pdoc) or not para.text.strip():
+            continue
+        offset = len(words)
+        local: List[Optional[bool]] = [None] * len(pdoc)
+        if para.sentences:
+            local = [False] * len(pdoc)
+            for s_start, s_end in para.sentences:
+                span = pdoc.char_span(s_start, s_end, alignment_mode="expand")
+                if span is not None and len(span):
+                    local[span.start] = True
+        for c_start, c_end, target in para.citations:
+            span = pdoc.char_span(c_start, c_end, alignment_mode="expand")
+            if span is None or not len(span):
+                continue
+            cites.append((offset + span.start, offset + span.end, target))
+            for i in range(span.start + 1, span.end):
+                if local[i] is None:
+                    local[i] = False
+        local[0] = True
+        for token in pdoc:
+            words.append(token.text)
+            spaces.append(bool(token.whitespace_))
+        spaces[-1] = True
+        starts.extend(local)
+        para_spans.append((offset, len(words), index, para.heading))
+        index += 1
+    if spaces:
+        spaces[-1] = False
+    doc = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=starts if words else None)
+    if any(s is None for s in starts):
+        sentence_splitter(splitter)(doc)
+    sents = list(doc.sents) if len(doc) else []
+    headings: List[Optional[str]] = []
+    paragraphs: List[int] = []
+    j = 0
+    for sent in sents:
+        while para_spans[j][1] <= sent.start:
+            j += 1
+        headings.append(para_spans[j][3])
+        paragraphs.append(para_spans[j][2])
+    extensions.set_span_values(doc, extensions.HEADING, sents, headings)
+    extensions.set_span_values(doc, extensions.PARAGRAPH, sents, paragraphs)
+    doc.spans[CITATIONS_KEY] = [Span(doc, s, e, label=CITATION_LABEL, kb_id=t or "") for s, e, t in cites]
+    if paper.title:
+        extensions.set_doc_value(doc, extensions.TITLE, paper.title)
+    extensions.set_doc_value(doc, extensions.DOC_ID, paper.doc_id)
+    return doc

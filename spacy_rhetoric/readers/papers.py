@@ -1,0 +1,178 @@
+"""Real papers in: one entry point for full-text papers in any supported
+format, used by ``spacy-rhetoric convert`` and the registered
+``spacy_rhetoric.PaperCorpus.v1``.
+
+* :func:`detect_format` tells the format of a file by its content: the XML
+  root element (``<TEI>`` -> ``"tei"``, ``<article>`` -> ``"jats"``,
+  ``<PAPER>`` -> ``"clscisumm"``), the JSON keys (``body_text``,
+  ``pdf_parse``, ``grobid_parse`` -> ``"s2orc"``), else UTF-8 text ->
+  ``"text"``; a CL-SciSumm topic directory (``Reference_XML/``) is
+  ``"clscisumm"``.
+* :func:`read_papers` yields one Doc per paper (see ``fulltext`` for what a
+  Doc carries) from files and folders (searched recursively; with ``fmt``
+  given, only files with that format's extensions; hidden files skipped).
+  Each file is one record of the ReadStats: a malformed file raises a
+  ReaderError naming it (``errors="raise"``) or is skipped and counted.
+
+One module per format: ``tei``, ``jats``, ``s2orc``, ``text``
+(``clscisumm`` reference papers are read by ``clscisumm``, with their
+headings as ``HEADING`` too).
+"""
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from .. import extensions
+from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
+from .fulltext import Paper, paper_doc, xml_root_name
+from .jats import parse_jats
+from .s2orc import S2ORC_KEYS, load_json, parse_s2orc
+from .tei import parse_tei
+from .text import parse_text
+
+PAPER_FORMATS = ("tei", "jats", "s2orc", "text")
+FORMATS = PAPER_FORMATS + ("clscisumm",)
+EXTENSIONS: Dict[str, Sequence[str]] = {
+    "tei": (".xml",),
+    "jats": (".xml", ".nxml"),
+    "s2orc": (".json",),
+    "text": (".txt", ".md", ".markdown"),
+    "clscisumm": (".xml",),
+}
+PARSERS: Dict[str, Callable[[Path], Paper]] = {
+    "tei": parse_tei,
+    "jats": parse_jats,
+    "s2orc": parse_s2orc,
+    "text": parse_text,
+}
+_XML_ROOTS = {"TEI": "tei", "article": "jats", "PAPER": "clscisumm"}
+PathLike = Union[str, Path]
+
+
+def detect_format(path: PathLike) -> str:
+    """``"tei"``, ``"jats"``, ``"s2orc"``, ``"text"`` or ``"clscisumm"``,
+    by content; a ReaderError naming the file when it is none of them."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / "Reference_XML").is_dir() or any(path.glob("*/Reference_XML")):
+            return "clscisumm"
+        raise ReaderError(path, None, "cannot detect the format of a directory (not CL-SciSumm topics)")
+    with open(path, "rb") as fileh:
+        head = fileh.read(4096)
+    if b"\x00" in head:
+        raise ReaderError(path, None, "cannot detect the format: binary file (NUL bytes)")
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if start.startswith(b"<"):
+        with open(path, "rb") as fileh:
+            root = xml_root_name(fileh.read(1 << 16))
+        if root not in _XML_ROOTS:
+            raise ReaderError(path, None, f"cannot detect the format: unknown XML root element <{root}>")
+        return _XML_ROOTS[root]
+    if start.startswith(b"{"):
+        record = load_json(path)
+        if isinstance(record, dict) and any(key in record for key in S2ORC_KEYS):
+            return "s2orc"
+        raise ReaderError(path, None, "cannot detect the format: JSON without body_text, pdf_parse or "
+                                      "grobid_parse (not S2ORC)", field="body_text")
+    try:
+        head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the 4096th byte
+            raise ReaderError(path, None, "cannot detect the format: not UTF-8 text (binary file?)") from None
+    return "text"
+
+
+def paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -> Iterator[Path]:
+    """Files named in ``paths`` and files under the folders named in it
+    (sorted, recursively; with a format given, only its extensions)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    suffixes = None if fmt == "auto" else EXTENSIONS[fmt]
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"No such file or directory: {path}")
+        if path.is_file():
+            yield path
+            continue
+        for file in sorted(path.rglob("*")):
+            rel = file.relative_to(path)
+            if not file.is_file() or any(part.startswith(".") for part in rel.parts):
+                continue
+            if suffixes is None or file.name.lower().endswith(tuple(suffixes)):
+                yield file
+
+
+def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: str = "sentencizer") -> Doc:
+    """One file as one Doc (a ReaderError naming the file if it is not
+    usable)."""
+    path = Path(path)
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt == "clscisumm":
+        return _clscisumm_doc(path, nlp)
+    if fmt not in PARSERS:
+        raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
+    paper = PARSERS[fmt](path)
+    if not any(p.text for p in paper.paragraphs):
+        raise ReaderError(path, None, f"no text found ({fmt})")
+    return paper_doc(nlp, paper, splitter=splitter)
+
+
+def _clscisumm_doc(path: Path, nlp: Language) -> Doc:
+    """A CL-SciSumm reference paper like the other formats: gold sentences
+    and sids, ``HEADING`` (its ``<SECTION title>``, "Abstract"), ``TITLE``
+    (the title sentence is not in the Doc), no ``SECTION``."""
+    from .clscisumm import ABSTRACT, TITLE, read_reference_xml
+
+    paper = read_reference_xml(path)
+    sents = [s for s in paper.sentences if s.section != TITLE]
+    if not sents:
+        raise ReaderError(path, None, "no sentences found (clscisumm)")
+    doc = doc_from_sentences(nlp, [s.text for s in sents], sids=[s.sid for s in sents],
+                             doc_id=paper.paper_id)
+    headings = ["Abstract" if s.section == ABSTRACT else s.section for s in sents]
+    extensions.set_span_values(doc, extensions.HEADING, list(doc.sents), headings)
+    if paper.title:
+        extensions.set_doc_value(doc, extensions.TITLE, paper.title)
+    return doc
+
+
+def read_papers(
+    paths: Union[PathLike, Iterable[PathLike]],
+    nlp: Language,
+    *,
+    fmt: str = "auto",
+    splitter: str = "sentencizer",
+    limit: int = 0,
+    errors: str = "skip",
+    stats: Optional[ReadStats] = None,
+) -> Iterator[Doc]:
+    """Yield one Doc per paper file under ``paths`` (files or folders).
+    ``fmt``: ``"auto"`` (:func:`detect_format` per file) or one of
+    :data:`FORMATS`; ``splitter``: ``"sentencizer"`` or ``"senter"`` for
+    text without gold sentences; ``limit`` > 0 stops after that many Docs.
+    A file that cannot be read raises a ReaderError naming it
+    (``errors="raise"``) or is skipped and counted in ``stats``."""
+    check_errors_mode(errors)
+    if fmt != "auto" and fmt not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
+    stats = stats if stats is not None else ReadStats(name="papers")
+    for path in paper_files(paths, fmt):
+        if limit > 0 and stats.docs >= limit:
+            return
+        stats.read += 1
+        try:
+            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter)
+        except ReaderError as err:
+            handle(err, errors, stats)
+            continue
+        except OSError as err:
+            handle(ReaderError(path, None, f"cannot read: {err}"), errors, stats)
+            continue
+        stats.used += 1
+        stats.docs += 1
+        stats.sentences += sum(1 for _ in doc.sents) if len(doc) else 0
+        yield doc
