@@ -525,3 +525,14 @@ def test_default_phrases_do_not_depend_on_the_current_directory(tmp_path, monkey
     assert result.exit_code == 1
     assert "SPACY_RHETORIC_DATA" in result.output and "--phrases" in result.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_single_sentence_factory_found_through_its_entry_point():
+    """spaCy finds rhetoric_single_sentence without spacy_rhetoric being imported first."""
+    code = ("import spacy; nlp = spacy.blank('en'); nlp.add_pipe('rhetoric_single_sentence'); "
+            "doc = nlp('One. Two. Three.'); assert len(list(doc.sents)) == 1; "
+            "import sys; print(sys.modules['spacy_rhetoric.pipeline.single_sentence'].__name__)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "spacy_rhetoric.pipeline.single_sentence" in result.stdout
