@@ -291,6 +291,10 @@ def test_clscisumm_file(shared_data, nlp):
     assert doc._.rhetoric_title and doc._.rhetoric_doc_id == "C00-2123"
     assert doc[:].sents and next(doc.sents)._.rhetoric_heading == "Abstract"
     assert all(s._.rhetoric_section is None and s._.rhetoric_sid for s in doc.sents)
+    # a topic folder: its reference paper only (no citing papers, no annotation files)
+    stats = ReadStats()
+    out = list(read_papers(path.parent.parent, nlp, stats=stats))
+    assert [d._.rhetoric_doc_id for d in out] == ["C00-2123"] and stats.read == 1
 
 
 MARKDOWN = """# A Study of Things
@@ -402,6 +406,7 @@ def test_convert_and_corpus(shared_data, tmp_path):
     out = tmp_path / "papers.spacy"
     stats = convert_corpus("tei", folder, out)
     assert (stats.read, stats.docs) == (2, 2)
+    assert convert_corpus("tei", folder, tmp_path / "first.spacy", limit=1).docs == 1
     back = list(DocBin().from_disk(out).get_docs(spacy.blank("en").vocab))
     assert sorted(d._.rhetoric_doc_id for d in back) == ["24e6b80e338a4e543de6b49cada07156c9149d22", "N18-3011"]
     single = tmp_path / "one.spacy"

@@ -12,7 +12,9 @@ format, used by ``spacy-rhetoric convert`` and the registered
   Doc carries) from files and folders (searched recursively; with ``fmt``
   given, only files with that format's extensions; hidden files skipped).
   Each file is one record of the ReadStats: a malformed file raises a
-  ReaderError naming it (``errors="raise"``) or is skipped and counted.
+  ReaderError naming it (``errors="raise"``) or is skipped and counted. In
+  a CL-SciSumm folder (``auto`` or ``clscisumm``) only the reference papers
+  (``Reference_XML/*.xml``) are read.
 
 One module per format: ``tei``, ``jats``, ``s2orc``, ``text``
 (``clscisumm`` reference papers are read by ``clscisumm``, with their
@@ -56,7 +58,7 @@ def detect_format(path: PathLike) -> str:
     by content; a ReaderError naming the file when it is none of them."""
     path = Path(path)
     if path.is_dir():
-        if (path / "Reference_XML").is_dir() or any(path.glob("*/Reference_XML")):
+        if _is_clscisumm_dir(path):
             return "clscisumm"
         raise ReaderError(path, None, "cannot detect the format of a directory (not CL-SciSumm topics)")
     with open(path, "rb") as fileh:
@@ -84,6 +86,10 @@ def detect_format(path: PathLike) -> str:
     return "text"
 
 
+def _is_clscisumm_dir(path: Path) -> bool:
+    return (path / "Reference_XML").is_dir() or any(path.glob("*/Reference_XML"))
+
+
 def paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -> Iterator[Path]:
     """Files named in ``paths`` and files under the folders named in it
     (sorted, recursively; with a format given, only its extensions)."""
@@ -96,6 +102,11 @@ def paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -
             raise FileNotFoundError(f"No such file or directory: {path}")
         if path.is_file():
             yield path
+            continue
+        if fmt in ("auto", "clscisumm") and _is_clscisumm_dir(path):
+            # only the reference papers (not citing papers, annotations)
+            yield from sorted(path.glob("Reference_XML/*.xml"))
+            yield from sorted(path.glob("*/Reference_XML/*.xml"))
             continue
         for file in sorted(path.rglob("*")):
             rel = file.relative_to(path)
@@ -160,8 +171,9 @@ def read_papers(
     if fmt != "auto" and fmt not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
     stats = stats if stats is not None else ReadStats(name="papers")
+    n_docs = 0
     for path in paper_files(paths, fmt):
-        if limit > 0 and stats.docs >= limit:
+        if limit > 0 and n_docs >= limit:
             return
         stats.read += 1
         try:
@@ -172,6 +184,7 @@ def read_papers(
         except OSError as err:
             handle(ReaderError(path, None, f"cannot read: {err}"), errors, stats)
             continue
+        n_docs += 1
         stats.used += 1
         stats.docs += 1
         stats.sentences += sum(1 for _ in doc.sents) if len(doc) else 0
