@@ -34,7 +34,8 @@ def main() -> None:
     import torch
     from spacy.tokens import DocBin
 
-    from spacy_rhetoric.evaluation import retrieval_scores, sentence_docs, sentence_vectors
+    from spacy_rhetoric.evaluation import retrieval_scores, sentence_vectors
+    from spacy_rhetoric.readers.common import labelled_sentence_docs
 
     torch.set_num_threads(args.threads)
     nlp = spacy.load(args.model)
@@ -49,7 +50,7 @@ def main() -> None:
     }
     for unit in units:
         if unit == "sentence":
-            eval_docs = sentence_docs(docs)
+            eval_docs = list(labelled_sentence_docs(docs))
         else:
             eval_docs = docs
         start = time.time()

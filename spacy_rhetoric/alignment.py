@@ -3,7 +3,7 @@
 For every sentence of paper A, the sentence of paper B whose rhetorical
 function is most similar: cosine similarity of ``sent._.rhetoric_vector``
 (set by ``rhetoric_sentence_encoder``; the vectors are L2-normalised, so the
-cosine is a dot product, searched with a faiss inner-product index).
+cosine is a dot product, searched by ``neighbours.cosine_neighbours``).
 
 Papers may be given as
 
@@ -18,15 +18,16 @@ Papers may be given as
 """
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from . import extensions as ext
+from .neighbours import cosine_neighbours
+from .readers.common import sentence_splitters
 
-SENTENCE_SPLITTERS = ("sentencizer", "senter")
 PaperInput = Union[str, Path, Doc]
 
 
@@ -130,7 +131,7 @@ def encode_paper(nlp: Language, paper: PaperInput, *, lines: bool = False,
     else:
         doc, label = read_paper(paper, nlp, lines=lines), name or str(paper)
     preset = len(doc) > 0 and doc.has_annotation("SENT_START")
-    disable = [n for n in nlp.pipe_names if preset and nlp.get_pipe_meta(n).factory in SENTENCE_SPLITTERS]
+    disable = sentence_splitters(nlp) if preset else []
     with nlp.select_pipes(disable=disable):
         doc = nlp(doc)
     sentences = list(doc.sents) if len(doc) else []
@@ -149,27 +150,6 @@ def encode_paper(nlp: Language, paper: PaperInput, *, lines: bool = False,
     return EncodedPaper(label, doc, sentences, numpy.vstack(vectors))
 
 
-def nearest(a_vectors: numpy.ndarray, b_vectors: numpy.ndarray, k: int = 1) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    """For each row of ``a_vectors`` the ``k`` most cosine-similar rows of
-    ``b_vectors``: ``(scores [n_a, k], indices [n_a, k])``, best first.
-    Ties are broken by the lower index of B."""
-    import faiss
-
-    a = numpy.ascontiguousarray(a_vectors, dtype="float32")
-    b = numpy.ascontiguousarray(b_vectors, dtype="float32")
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"vector shapes {a.shape} and {b.shape} do not match")
-    if not len(b):
-        raise ValueError("paper B has no sentences")
-    a = a / numpy.maximum(numpy.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-    b = b / numpy.maximum(numpy.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-    k = max(1, min(int(k), len(b)))
-    index = faiss.IndexFlatIP(b.shape[1])
-    index.add(b)
-    scores, indices = index.search(a, k)
-    return scores, indices
-
-
 def align_papers(nlp: Language, paper_a: PaperInput, paper_b: PaperInput, *, k: int = 1,
                  lines: bool = False) -> List[SentenceAlignment]:
     """For every sentence of ``paper_a`` its ``k`` best matches in ``paper_b``
@@ -180,7 +160,12 @@ def align_papers(nlp: Language, paper_a: PaperInput, paper_b: PaperInput, *, k: 
 
 
 def align_encoded(a: EncodedPaper, b: EncodedPaper, *, k: int = 1) -> List[SentenceAlignment]:
-    scores, indices = nearest(a.vectors, b.vectors, k=k)
+    """For every sentence of ``a`` its ``k`` most cosine-similar sentences of
+    ``b`` (``neighbours.cosine_neighbours``: best first, ties by the lower
+    index of B); ``k`` larger than B is capped to B's length."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    indices, scores = cosine_neighbours(a.vectors, min(k, len(b.vectors)), b.vectors)
     a_sids, b_sids = a.sids, b.sids
     out = []
     for i, sent in enumerate(a.sentences):

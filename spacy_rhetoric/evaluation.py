@@ -50,31 +50,14 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy
 
 from .extensions import LABEL, VECTOR, get_span_value, labelled_spans
+from .io import atomic_path
+from .neighbours import as_matrix, cosine_neighbours, l2_normalize
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-SENTENCE_SPLITTERS = ("sentencizer", "senter")
 
 
 # ---------------------------------------------------------------------------
 # helpers
-
-
-def _as_matrix(vectors) -> numpy.ndarray:
-    X = numpy.asarray(vectors, dtype="float32")
-    if X.ndim != 2:
-        raise ValueError(f"expected a 2-d array of vectors, got shape {X.shape}")
-    if not numpy.all(numpy.isfinite(X)):
-        bad = int((~numpy.isfinite(X)).any(axis=1).sum())
-        raise ValueError(f"{bad} vector(s) contain NaN or inf values")
-    return numpy.ascontiguousarray(X)
-
-
-def l2_normalize(vectors) -> numpy.ndarray:
-    """Row-wise L2 normalisation; all-zero rows stay zero."""
-    X = _as_matrix(vectors).copy()
-    norms = numpy.linalg.norm(X, axis=1, keepdims=True)
-    numpy.divide(X, norms, out=X, where=norms > 0)
-    return X
 
 
 def _check_labels(X: numpy.ndarray, labels: Sequence) -> numpy.ndarray:
@@ -88,68 +71,21 @@ def _check_labels(X: numpy.ndarray, labels: Sequence) -> numpy.ndarray:
 # retrieval
 
 
-def nearest_neighbours(
-    vectors, k: int, *, chunk_size: Optional[int] = None
-) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    """Leave-one-out ``k`` nearest neighbours by cosine similarity.
-
-    Returns ``(indices, scores)`` of shape ``[n, k]``: for every row the ``k``
-    most similar *other* rows, by decreasing similarity, ties by lower index.
-    ``k`` must be smaller than ``n``.
-    """
-    import faiss
-
-    X = l2_normalize(vectors)
-    n, dim = X.shape
-    if not 0 < k < n:
-        raise ValueError(f"k must be in [1, {n - 1}] for {n} vectors, got {k}")
-    index = faiss.IndexFlatIP(dim)
-    index.add(X)
-    fetch = k + 1  # the query itself is among the results (or tied with it)
-    if chunk_size is None:
-        chunk_size = max(1, min(n, 20_000_000 // fetch))
-    out_idx = numpy.empty((n, k), dtype="int64")
-    out_sim = numpy.empty((n, k), dtype="float32")
-
-    def select(query: int, ids: numpy.ndarray, sims: numpy.ndarray, complete: bool) -> bool:
-        keep = (ids != query) & (ids >= 0)
-        row_ids, row_sims = ids[keep], sims[keep]
-        order = numpy.lexsort((row_ids, -row_sims))[:k]
-        if not complete and len(order) == k and row_sims[order[-1]] == sims[-1]:
-            # A group of tied neighbours may continue beyond the window:
-            # fetch more so that the tie is broken by index, not by faiss.
-            return False
-        out_idx[query] = row_ids[order]
-        out_sim[query] = row_sims[order]
-        return True
-
-    for start in range(0, n, chunk_size):
-        stop = min(n, start + chunk_size)
-        sims, ids = index.search(X[start:stop], fetch)
-        pending = [
-            start + row
-            for row in range(stop - start)
-            if not select(start + row, ids[row], sims[row], complete=fetch >= n)
-        ]
-        wider = fetch
-        while pending:
-            wider = min(n, wider * 2)
-            sims, ids = index.search(X[pending], wider)
-            pending = [
-                query
-                for row, query in enumerate(pending)
-                if not select(query, ids[row], sims[row], complete=wider >= n)
-            ]
-    return out_idx, out_sim
-
-
 def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
     """Leave-one-out P@1 and MAP@R on L2-normalised vectors (cosine).
 
     See the module docstring for the exact definitions. Extra keys:
     ``n_queries`` (queries scored) and ``n_lone_queries`` (left out, R = 0).
+
+    The figures equal pytorch-metric-learning's ``AccuracyCalculator``
+    (``precision_at_1``, ``mean_average_precision_at_r`` with the query set as
+    reference; checked in ``tests/test_evaluation.py``). This implementation
+    is kept because it is faster (5,000 x 384 random vectors, 5 labels, one
+    thread: 3.3 s against 11.5 s, ``benchmarks/bench_retrieval.py``), breaks
+    ties by index (deterministic figures with duplicate sentences) and counts
+    the lone queries it leaves out.
     """
-    X = _as_matrix(vectors)
+    X = as_matrix(vectors)
     y = _check_labels(X, labels)
     n = len(y)
     if n < 2:
@@ -162,7 +98,7 @@ def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
         warnings.warn("retrieval_scores: every label occurs only once, no query has a correct answer")
         return {"p_at_1": 0.0, "map_at_r": 0.0, "n_queries": 0, "n_lone_queries": n}
     k = int(R.max())
-    idx, _ = nearest_neighbours(X, k)
+    idx, _ = cosine_neighbours(X, k)
     rel = y[idx] == y[:, None]  # [n, k] neighbour i has the query's label
     p_at_1 = rel[scored, 0].mean()
     ranks = numpy.arange(1, k + 1)
@@ -292,8 +228,8 @@ def tsne_plot(
     ax.set_title(title or f"t-SNE of {len(y)} sentence vectors")
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
     plt.close(fig)
     return path
 
@@ -370,17 +306,6 @@ def _fresh_doc(vocab, gold_doc, spans: List[Tuple[int, int, str]]):
     )
 
 
-def sentence_docs(docs: Iterable, *, field: str = LABEL) -> List:
-    """One Doc per labelled gold sentence of ``docs`` (same vocab, the label
-    kept as that Doc's only sentence label; ``readers.corpora.sentence_docs``,
-    the unit of ``spacy_rhetoric.SentenceCorpus.v1``): the evaluation unit of an
-    isolated-sentence encoder, and of corpora whose sentence order carries no
-    context (PMC-Sents-FULL's released file is in random order)."""
-    from .readers.corpora import sentence_docs as single_sentence_docs
-
-    return [ref for doc in docs for ref, _ in single_sentence_docs(doc, field)]
-
-
 def annotate_gold_docs(nlp, docs: Iterable, *, batch_size: int = 32, progress: bool = True):
     """Run ``nlp`` over copies of gold ``docs`` keeping their sentence boundaries.
 
@@ -390,8 +315,10 @@ def annotate_gold_docs(nlp, docs: Iterable, *, batch_size: int = 32, progress: b
     """
     from tqdm import tqdm
 
+    from .readers.common import sentence_splitters
+
     docs = list(docs)
-    skip = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory in SENTENCE_SPLITTERS]
+    skip = sentence_splitters(nlp)
     spans = [gold_sentences(doc) for doc in docs]
     fresh = [_fresh_doc(nlp.vocab, doc, s) for doc, s in zip(docs, spans)]
     with nlp.select_pipes(disable=skip):
@@ -449,6 +376,53 @@ def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -
         "n_sentences": s["n_sentences"],
         "n_unpredicted": s["n_unpredicted"],
         "per_label": s["per_label"],
+    }
+
+
+def classifier_label_sets(nlp) -> Dict[str, List[str]]:
+    """``{label_field: labels}`` of the pipeline's ``rhetoric_function_classifier``
+    components (e.g. ``{"label": [...], "fine_label": [...]}``)."""
+    out: Dict[str, List[str]] = {}
+    for name, pipe in nlp.pipeline:
+        if nlp.get_pipe_meta(name).factory == "rhetoric_function_classifier":
+            out.setdefault(pipe.label_field, []).extend(pipe.labels)
+    return out
+
+
+def check_label_field(nlp, label_field: str, *, name: str = "the pipeline") -> Optional[List[str]]:
+    """The labels of the classifier that writes ``label_field`` (None when the
+    pipeline has no ``rhetoric_function_classifier`` and the field is the
+    default ``label``, which another component may write). A ValueError naming
+    the fields the pipeline does write otherwise."""
+    label_sets = classifier_label_sets(nlp)
+    if label_field in label_sets:
+        return sorted(set(label_sets[label_field]))
+    if not label_sets and label_field == LABEL:
+        return None
+    written = ", ".join(repr(f) for f in sorted(label_sets)) or "none"
+    raise ValueError(f"label field {label_field!r}: no rhetoric_function_classifier of {name} writes it "
+                     f"(classifier label fields: {written})")
+
+
+def label_mismatch(gold: Sequence[str], classifier_labels: Optional[Iterable[str]],
+                   predicted: Sequence[Optional[str]] = ()) -> Dict[str, object]:
+    """Where the gold label set and the classifier's cannot match: gold labels
+    the classifier can never predict (not among ``classifier_labels``, or
+    never predicted when the label set is unknown), with the number of gold
+    sentences carrying them, and classifier labels never seen in gold (e.g.
+    PMC's ``methods`` against CSAbstruct's ``method``). Empty lists when the
+    sets agree."""
+    gold_set = set(str(g) for g in gold)
+    if classifier_labels is None:
+        model_set = set(str(p) for p in predicted if p is not None)
+    else:
+        model_set = set(str(label) for label in classifier_labels)
+    unpredictable = sorted(gold_set - model_set)
+    missing = set(unpredictable)
+    return {
+        "gold_not_in_classifier": unpredictable,
+        "n_gold_not_in_classifier": sum(1 for g in gold if str(g) in missing),
+        "classifier_not_in_gold": sorted(model_set - gold_set),
     }
 
 

@@ -17,6 +17,7 @@ Errors are ``PathError`` (a ``ValueError``); the CLI turns them into one
 import json
 import os
 import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -100,6 +101,24 @@ def check_outputs(outputs: Mapping[str, Optional[PathLike]], *, inputs: Sequence
             if _same_file(p, other):
                 raise PathError(f"{what} and {other_what} are the same path: {p}")
         seen[what] = p
+
+
+def prepare_outputs(outputs: Mapping[str, Optional[PathLike]]) -> None:
+    """Create the parent directory of each output and write (and remove) a
+    probe file there, so that an output which cannot be written fails before
+    the work starts: ``check_output`` reads permission bits, which root
+    bypasses and which say nothing about e.g. ``/proc``. Call it after
+    ``check_outputs``; None values are left out."""
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        parent = Path(path).parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+        except OSError as err:
+            raise PathError(f"cannot write {what} {path}: {err.strerror or err}") from err
 
 
 def _tmp_name(path: Path) -> Path:

@@ -19,7 +19,6 @@ from spacy_rhetoric.alignment import (
     align_papers,
     alignment_summary,
     encode_paper,
-    nearest,
     read_paper,
 )
 from spacy_rhetoric.readers.common import doc_from_sentences
@@ -91,36 +90,6 @@ def write_reference_xml(path, paper_id, sentences):
     path.write_text(f'<PAPER>\n<ABSTRACT>\n{body}\n</ABSTRACT>\n</PAPER>\n',
                     encoding="utf8")
     return path
-
-
-# -- nearest-neighbour search -------------------------------------------------
-
-def test_nearest_matches_brute_force_cosine():
-    rng = numpy.random.default_rng(0)
-    a, b = rng.normal(size=(7, 5)), rng.normal(size=(9, 5)) * 3.0  # B not normalised
-    scores, indices = nearest(a, b, k=3)
-    an = a / numpy.linalg.norm(a, axis=1, keepdims=True)
-    bn = b / numpy.linalg.norm(b, axis=1, keepdims=True)
-    sims = an @ bn.T
-    expected = numpy.argsort(-sims, axis=1)[:, :3]
-    assert indices.tolist() == expected.tolist()
-    numpy.testing.assert_allclose(scores, numpy.take_along_axis(sims, expected, axis=1), atol=1e-5)
-
-
-def test_nearest_hand_example_and_k_capped():
-    a = numpy.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    b = numpy.array([[0.0, 2.0], [3.0, 0.0]])
-    scores, indices = nearest(a, b, k=5)
-    assert indices.shape == (3, 2)
-    assert indices[0, 0] == 1 and indices[1, 0] == 0
-    numpy.testing.assert_allclose(scores[0], [1.0, 0.0], atol=1e-6)
-    numpy.testing.assert_allclose(scores[2], [numpy.sqrt(0.5)] * 2, atol=1e-6)  # a tie: both B sentences
-    assert sorted(indices[2].tolist()) == [0, 1]
-
-
-def test_nearest_shape_mismatch():
-    with pytest.raises(ValueError, match="do not match"):
-        nearest(numpy.ones((2, 3)), numpy.ones((2, 4)))
 
 
 # -- paper formats ---------------------------------------------------------------

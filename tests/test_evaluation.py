@@ -15,7 +15,6 @@ from spacy_rhetoric.evaluation import (
     downstream_scores,
     evaluate_classifier,
     l2_normalize,
-    nearest_neighbours,
     raw_transformer_vectors,
     retrieval_scores,
     sentence_vectors,
@@ -78,11 +77,6 @@ def test_retrieval_duplicates_exclude_self_and_break_ties_by_index():
     scores = retrieval_scores(X, list("ABABB"))
     assert scores["p_at_1"] == pytest.approx(3 / 5)
     assert scores["map_at_r"] == pytest.approx(2 / 5)
-    idx, sims = nearest_neighbours(X, 2)
-    for q in range(5):
-        assert q not in idx[q]
-    assert idx[0].tolist() == [1, 2] and idx[3].tolist() == [4, 0]
-    assert sims[0].tolist() == pytest.approx([1.0, 1.0])
 
 
 def test_retrieval_all_identical_vectors():
@@ -135,10 +129,26 @@ def test_retrieval_matches_brute_force_with_duplicates_and_small_chunks():
     scores = retrieval_scores(X, labels)
     assert scores["p_at_1"] == pytest.approx(p1)
     assert scores["map_at_r"] == pytest.approx(mapr)
-    # Chunked search gives the same neighbours.
-    a, _ = nearest_neighbours(X, 7)
-    b, _ = nearest_neighbours(X, 7, chunk_size=4)
-    assert (a == b).all()
+
+
+def test_retrieval_matches_pytorch_metric_learning():
+    # The reference implementation of the same metrics (Musgrave et al. 2020):
+    # query set = reference set (PML's ``reference=None``: the query itself is
+    # left out, lone-label queries are dropped). Random vectors: no ties.
+    import torch
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+
+    rng = numpy.random.default_rng(7)
+    X = rng.normal(size=(300, 16)).astype("float32")
+    y = rng.integers(0, 6, size=300)
+    y[17] = 99  # a lone query
+    ours = retrieval_scores(X, [str(v) for v in y])
+    calc = AccuracyCalculator(include=("precision_at_1", "mean_average_precision_at_r"),
+                              device=torch.device("cpu"))
+    pml = calc.get_accuracy(torch.from_numpy(l2_normalize(X)), torch.from_numpy(y))
+    assert ours["n_lone_queries"] == 1
+    assert ours["p_at_1"] == pytest.approx(pml["precision_at_1"], abs=1e-6)
+    assert ours["map_at_r"] == pytest.approx(pml["mean_average_precision_at_r"], abs=1e-5)
 
 
 def test_perfectly_separated_retrieval_is_one():
@@ -317,10 +327,10 @@ def context_probe(doc):
     return doc
 
 
-def test_sentence_docs_one_doc_per_labelled_sentence(gold_docs):
-    from spacy_rhetoric.evaluation import sentence_docs
+def test_labelled_sentence_docs_one_doc_per_labelled_sentence(gold_docs):
+    from spacy_rhetoric.readers.common import labelled_sentence_docs
 
-    singles = sentence_docs(gold_docs)
+    singles = list(labelled_sentence_docs(gold_docs))
     assert [d.text for d in singles] == ["Parsing is hard", "We propose a parser", "It works well",
                                          "We study tagging", "Taggers are old"]
     assert [extensions.get_sent_labels(d) for d in singles] == [
@@ -398,7 +408,7 @@ def test_evaluate_command(tmp_path, gold_docs):
     assert report["unit"] == "sentence" and report["models"][str(tmp_path / "model")]["n_sentences"] == 15
     result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model"), str(tmp_path / "dev.spacy"),
                                       "--unit", "page"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2 and "must be 'doc' or 'sentence'" in result.output
 
 
 def test_parser_keeps_gold_boundaries():

@@ -410,7 +410,7 @@ def test_convert_cli_reports_counts(tmp_path):
     # wasabi wraps long messages (the tmp path's length varies), so compare on joined words
     assert result.exit_code == 1 and "t.txt:2: invalid" in " ".join(result.output.split())
     result = CliRunner().invoke(app, ["convert", "nope", str(src), str(out)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2 and "unknown format 'nope'" in result.output
 
 
 def test_registered_doc_corpora(shared_data, nlp):

@@ -4,6 +4,9 @@ appendix D). Logic in :mod:`spacy_rhetoric.alignment`.
 
     spacy-rhetoric align A.xml B.xml --model packages/... [-k 1] [--output pairs.jsonl]
 
+Papers, pipeline and output path are checked before the papers are encoded;
+the pairs file is written to a temporary file and renamed into place.
+
 Papers: CL-SciSumm reference XML, ``.spacy`` DocBin, or plain text (sentences
 split by the pipeline, or one per line with ``--lines``).
 """
@@ -14,6 +17,7 @@ import typer
 from wasabi import msg
 
 from . import app
+from .common import guard, non_negative_int, positive_int
 
 
 def _short(text: str, width: int) -> str:
@@ -26,28 +30,38 @@ def align_cli(
     paper_a: Path = typer.Argument(..., help="Paper A: CL-SciSumm XML, .spacy or plain text"),
     paper_b: Path = typer.Argument(..., help="Paper B: CL-SciSumm XML, .spacy or plain text"),
     model: str = typer.Option(..., "--model", "-m", help="Pipeline (path or package name) with a rhetoric_sentence_encoder"),
-    k: int = typer.Option(1, "--k", "-k", help="Matches per sentence of A"),
+    k: int = typer.Option(1, "--k", "-k", callback=positive_int, help="Matches per sentence of A (at least 1)"),
     lines: bool = typer.Option(False, "--lines", help="Plain text: one sentence per non-empty line"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the pairs as JSON lines"),
-    width: int = typer.Option(70, "--width", help="Characters of each sentence shown in the table (0 = full)"),
+    width: int = typer.Option(70, "--width", callback=non_negative_int,
+                              help="Characters of each sentence shown in the table (0 = full)"),
 ) -> None:
     """Print, for each sentence of A, its best match(es) in B with the score."""
     import spacy
-    import srsly
+    from tqdm import tqdm
 
     import spacy_rhetoric  # noqa: F401 - extensions and factories
 
-    from ..alignment import AlignmentError, align_encoded, alignment_summary, encode_paper
+    from ..alignment import align_encoded, alignment_summary, check_pipeline, encode_paper
+    from ..io import atomic_write_lines, check_input, check_outputs, prepare_outputs
 
-    try:
-        nlp = spacy.load(model)
-    except OSError as err:
-        msg.fail(f"Cannot load pipeline {model!r}: {err}", exits=1)
-    try:
-        a = encode_paper(nlp, paper_a, lines=lines)
-        b = encode_paper(nlp, paper_b, lines=lines)
-    except AlignmentError as err:
-        msg.fail(str(err), exits=1)
+    with guard("align"):
+        check_input(paper_a, what="paper A")
+        check_input(paper_b, what="paper B")
+        inputs = [paper_a, paper_b] + ([Path(model)] if Path(model).exists() else [])
+        check_outputs({"output": output}, inputs=inputs)
+        prepare_outputs({"output": output})
+        try:
+            nlp = spacy.load(model)
+        except OSError as err:
+            raise ValueError(f"cannot load pipeline {model!r}: {err}") from err
+        check_pipeline(nlp)
+        # disable=None: a progress bar on a terminal only (stderr), never in captured output.
+        a, b = (encode_paper(nlp, paper, lines=lines)
+                for paper in tqdm((paper_a, paper_b), desc="encode", unit="paper", disable=None))
+    if k > len(b.sentences):
+        msg.warn(f"-k {k}: paper B has only {len(b.sentences)} sentences; showing {len(b.sentences)} "
+                 "matches per sentence")
     alignments = align_encoded(a, b, k=k)
     show = (lambda t: " ".join(t.split())) if width <= 0 else (lambda t: _short(t, width))
     rows = [
@@ -59,6 +73,6 @@ def align_cli(
     msg.info(f"{summary['n']} sentences of A ({len(a.sentences)}) against {len(b.sentences)} of B; "
              f"mean best cosine {summary['mean_score']:.3f}; {summary['b_matched']} distinct B sentences matched")
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_jsonl(output, [dict(al.to_dict(), paper_a=str(paper_a), paper_b=str(paper_b)) for al in alignments])
+        atomic_write_lines(output, [dict(al.to_dict(), paper_a=str(paper_a), paper_b=str(paper_b))
+                                    for al in alignments])
         msg.good(f"{len(alignments)} pairs written to {output}")

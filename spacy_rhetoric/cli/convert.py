@@ -1,6 +1,11 @@
 """``spacy-rhetoric convert``: corpus files -> ``.spacy`` DocBin with gold
 sentence boundaries, sentence labels, sections, sids and doc ids (stored as
-user data, read back by the registered readers and components)."""
+user data, read back by the registered readers and components).
+
+The input and output paths are checked before any work; the output is written
+to a temporary file and renamed into place when complete, and never when no
+record could be used (exit 1 with the reason, so make / ``spacy project run``
+stop)."""
 from functools import partial
 from pathlib import Path
 from typing import Callable, Dict
@@ -9,6 +14,7 @@ import typer
 from wasabi import msg
 
 from . import app
+from .common import guard, non_negative_int, nothing_done
 
 FORMATS: Dict[str, str] = {
     "csabstruct": "CSAbstruct .jsonl, one Doc per abstract",
@@ -22,6 +28,7 @@ FORMATS: Dict[str, str] = {
     "text": "plain text / Markdown paper(s), a file or a folder, one Doc per paper",
     "auto": "paper(s) in any of tei, jats, s2orc, text (detected per file), one Doc per paper",
 }
+DIRECTORY_FORMATS = ("clscisumm",)
 PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "auto")  # readers.papers; a file or a folder
 
 
@@ -45,50 +52,83 @@ def get_reader(fmt: str) -> Callable:
     return readers[fmt]
 
 
+class NothingConverted(ValueError):
+    """No record of the input could be used: no output is written."""
+
+
 def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str = "en",
-                   limit: int = 0, errors: str = "skip"):
-    """Convert ``input_path`` and write ``output_path``; returns the ReadStats."""
+                   limit: int = 0, errors: str = "skip", progress: bool = False):
+    """Convert ``input_path`` and write ``output_path`` (atomically); returns
+    the ReadStats. Paths are checked first (``io.check_input``/``check_output``:
+    PathError); :class:`NothingConverted` when no record was usable (the output
+    is then left as it was)."""
     import spacy
     from spacy.tokens import DocBin
+    from tqdm import tqdm
 
+    from ..io import atomic_path, check_input, check_output, prepare_outputs
     from ..readers.common import ReadStats
 
     if fmt not in FORMATS:
         raise ValueError(f"Unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    if not input_path.exists():
-        raise FileNotFoundError(f"No such file or directory: {input_path}")
+    directory = fmt in DIRECTORY_FORMATS
+    input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
+                             dir_ok=directory or fmt in PAPER_FORMATS)
+    output_path = check_output(output_path, what="output", inputs=[input_path])
+    prepare_outputs({"output": output_path})
     nlp = spacy.blank(lang)
     stats = ReadStats(name=f"{fmt} {input_path}")
     docbin = DocBin(store_user_data=True)
-    for doc in get_reader(fmt)(input_path, nlp, limit=limit, errors=errors, stats=stats):
+    docs = get_reader(fmt)(input_path, nlp, limit=limit, errors=errors, stats=stats)
+    # disable=None: shown on a terminal only (stderr), never in captured output.
+    for doc in tqdm(docs, desc=f"convert {fmt}", unit="doc", disable=None if progress else True):
         docbin.add(doc)
     stats.check()
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    docbin.to_disk(output_path)
+    if not stats.docs:
+        raise NothingConverted(_nothing_reason(fmt, input_path, stats))
+    with atomic_path(output_path) as tmp:
+        docbin.to_disk(tmp)
     return stats
+
+
+def _nothing_reason(fmt: str, input_path: Path, stats) -> str:
+    if not stats.read:
+        return f"{input_path} holds no records (empty file or no topics)"
+    reasons = ", ".join(f"{reason} x{n}" for reason, n in stats.reasons.most_common(3))
+    return (f"none of the {stats.read} records of {input_path} is usable as {fmt} "
+            f"({reasons}); is it a {fmt} file? e.g. {stats.examples[0] if stats.examples else ''}")
+
+
+def _check_format(value: str) -> str:
+    if value not in FORMATS:
+        raise typer.BadParameter(f"unknown format {value!r}; choose from: {', '.join(FORMATS)}")
+    return value
+
+
+def _check_errors(value: str) -> str:
+    if value not in ("skip", "raise"):
+        raise typer.BadParameter(f"must be 'skip' or 'raise', got {value!r}")
+    return value
 
 
 @app.command("convert")
 def convert_cli(
-    fmt: str = typer.Argument(..., metavar="FORMAT", help="One of: " + ", ".join(FORMATS)),
+    fmt: str = typer.Argument(..., metavar="FORMAT", callback=_check_format,
+                              help="One of: " + ", ".join(FORMATS)),
     input_path: Path = typer.Argument(..., metavar="INPUT", help="Input file (or CL-SciSumm topics directory)"),
     output_path: Path = typer.Argument(..., metavar="OUTPUT", help="Output .spacy file"),
     lang: str = typer.Option("en", "--lang", help="Language of the blank tokenizer"),
-    limit: int = typer.Option(0, "--limit", help="Stop after N docs (0 = all)"),
-    errors: str = typer.Option("skip", "--errors",
+    limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Stop after N docs (0 = all)"),
+    errors: str = typer.Option("skip", "--errors", callback=_check_errors,
                                help="'skip' malformed records (counted) or 'raise' at the first"),
 ) -> None:
     """Convert a corpus to a .spacy DocBin with gold sentence boundaries and labels."""
-    from ..readers.common import ReaderError
-
-    if fmt not in FORMATS:
-        msg.fail(f"Unknown format {fmt!r}", "Choose from: " + ", ".join(FORMATS), exits=1)
-    if errors not in ("skip", "raise"):
-        msg.fail(f"--errors must be 'skip' or 'raise', got {errors!r}", exits=1)
-    try:
-        stats = convert_corpus(fmt, input_path, output_path, lang=lang, limit=limit, errors=errors)
-    except (ReaderError, FileNotFoundError) as err:
-        msg.fail(str(err), exits=1)
+    with guard("convert"):
+        try:
+            stats = convert_corpus(fmt, input_path, output_path, lang=lang, limit=limit, errors=errors,
+                                   progress=True)
+        except NothingConverted as err:
+            nothing_done(str(err))
     msg.info(f"Records read: {stats.read}")
     msg.info(f"Docs written: {stats.docs} ({stats.sentences} sentences) -> {output_path}")
     if stats.skipped:

@@ -5,6 +5,11 @@ MODEL is a pipeline directory/package or ``raw:<hf name>`` (plain
 transformer, mean pooling, no fine-tuning). ``--baseline`` adds more models to
 the same report (``raw-minilm`` = ``raw:sentence-transformers/all-MiniLM-L6-v2``,
 or any other MODEL spec such as a tok2vec pipeline path).
+
+Inputs, pipelines, ``--label-field`` and every output path (``-o`` report,
+``--tsne`` PNGs) are checked before any work; outputs are written to a
+temporary file and renamed into place. A dev set without labelled sentences,
+or models that give neither vectors nor labels, exit 1 ("Nothing done").
 """
 import re
 import time
@@ -15,6 +20,7 @@ import typer
 from wasabi import msg
 
 from . import app
+from .common import guard, non_negative_int, nothing_done, positive_int
 
 BASELINE_ALIASES = {"raw-minilm": "raw:sentence-transformers/all-MiniLM-L6-v2"}
 RAW_PREFIX = "raw:"
@@ -25,14 +31,17 @@ def resolve_model_spec(spec: str) -> str:
 
 
 def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
+    """The Docs of a ``.spacy`` file (the first ``limit`` when > 0); a
+    ValueError naming the file when it is missing or not a DocBin."""
     from spacy.tokens import DocBin
 
-    if not path.exists():
-        msg.fail(f"No such file: {path}", exits=1)
+    from ..io import check_input
+
+    check_input(path, what=".spacy input")
     try:
         docbin = DocBin(store_user_data=True).from_disk(path)
     except Exception as err:  # noqa: BLE001 - name the file in the error
-        msg.fail(f"Cannot read {path} as a .spacy DocBin: {err}", exits=1)
+        raise ValueError(f"cannot read {path} as a .spacy DocBin: {err}") from err
     docs = []
     for doc in docbin.get_docs(vocab):
         docs.append(doc)
@@ -86,7 +95,10 @@ def _load_pipeline(spec: str):
     import spacy_rhetoric  # noqa: F401 - extensions
 
     if spec not in _PIPELINES:
-        _PIPELINES[spec] = spacy.load(spec)
+        try:
+            _PIPELINES[spec] = spacy.load(spec)
+        except OSError as err:
+            raise ValueError(f"cannot load pipeline {spec!r}: {err}") from err
     return _PIPELINES[spec]
 
 
@@ -100,6 +112,12 @@ def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
     result: Dict[str, Any] = {"n_sentences": len(dev["labels"]), "seconds_encode_dev": round(dev["seconds"], 1)}
     if dev["predicted"] is not None:
         result["classifier"] = evaluation.classifier_scores(dev["labels"], dev["predicted"])
+        classifier_labels = None
+        if not spec.startswith(RAW_PREFIX):
+            classifier_labels = evaluation.check_label_field(_load_pipeline(spec), label_field, name=spec)
+        mismatch = evaluation.label_mismatch(dev["labels"], classifier_labels, dev["predicted"])
+        result["classifier"]["label_mismatch"] = mismatch
+        warn_label_mismatch(spec, mismatch, len(dev["labels"]))
     if dev["vectors"] is None:
         msg.warn(f"{spec}: no sentence vectors; only classifier scores are reported")
         return result
@@ -116,6 +134,24 @@ def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
     if tsne is not None:
         result["tsne"] = str(evaluation.tsne_plot(X, y, tsne, seed=seed, title=spec))
     return result
+
+
+def warn_label_mismatch(spec: str, mismatch: Dict[str, Any], n_gold: int) -> None:
+    """One warning when gold and classifier label sets differ: F1 is then
+    bounded (or 0) by construction, not by the model."""
+    never_predicted = mismatch["gold_not_in_classifier"]
+    never_seen = mismatch["classifier_not_in_gold"]
+    if not never_predicted and not never_seen:
+        return
+    parts = []
+    if never_predicted:
+        parts.append(f"gold labels the classifier never predicts: {', '.join(never_predicted)} "
+                     f"({mismatch['n_gold_not_in_classifier']} of {n_gold} sentences)")
+    if never_seen:
+        parts.append(f"classifier labels never seen in the gold data: {', '.join(never_seen)}")
+    msg.warn(f"{spec}: label sets differ; " + "; ".join(parts),
+             "Is --label-field right, and were the gold data and the classifier labelled the same way "
+             "(e.g. PMC 'methods' vs CSAbstruct 'method', fine vs coarse labels)?")
 
 
 def _tsne_path(base: Optional[Path], index: int, spec: str) -> Optional[Path]:
@@ -153,6 +189,15 @@ def report_table(models: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[Lis
     return header, rows
 
 
+def _check_unit(value: str) -> str:
+    if value not in UNITS:
+        raise typer.BadParameter(f"must be 'doc' or 'sentence', got {value!r}")
+    return value
+
+
+UNITS = ("doc", "sentence")
+
+
 @app.command("evaluate")
 def evaluate_cli(
     model: str = typer.Argument(..., help="Pipeline path/package, or raw:<hf name> for a plain transformer"),
@@ -161,45 +206,59 @@ def evaluate_cli(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report here"),
     tsne: Optional[Path] = typer.Option(None, "--tsne", help="t-SNE PNG of the dev vectors (baselines get a suffixed name)"),
     baseline: Optional[List[str]] = typer.Option(None, "--baseline", help="Extra model(s) in the same report: raw-minilm, raw:<hf name> or a pipeline path"),
-    limit: int = typer.Option(0, "--limit", help="Use only the first N docs of each file (0 = all)"),
+    limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Use only the first N docs of each file (0 = all)"),
     seed: int = typer.Option(0, "--seed", help="Seed of k-means, classifiers, samples"),
-    batch_size: int = typer.Option(64, "--batch-size", help="Batch size of the raw transformer"),
-    unit: str = typer.Option("doc", "--unit", help="'doc': run the pipeline on whole documents (sentences "
-                             "see their neighbours); 'sentence': each labelled sentence on its own"),
+    batch_size: int = typer.Option(64, "--batch-size", callback=positive_int, help="Batch size of the raw transformer"),
+    unit: str = typer.Option("doc", "--unit", callback=_check_unit, help="'doc': run the pipeline on whole "
+                             "documents (sentences see their neighbours); 'sentence': each labelled sentence on its own"),
     label_field: str = typer.Option("label", "--label-field", help="Predicted field scored against the gold "
                                     "labels: 'label' (coarse classifier) or 'fine_label' (fine classifier)"),
 ) -> None:
     """Retrieval (P@1, MAP@R), downstream classifiers (F1-micro, trained on
     --train), k-means clustering (ARI/AMI/Silhouette), the function
     classifier's F1 when the pipeline has one, and an optional t-SNE plot."""
-    import srsly
     from spacy.vocab import Vocab
 
-    specs = [resolve_model_spec(model)] + [resolve_model_spec(b) for b in (baseline or [])]
-    vocab = Vocab()
-    dev_docs = read_docbin(dev_path, vocab, limit)
-    train_docs = read_docbin(train, vocab, limit) if train is not None else None
-    if unit not in ("doc", "sentence"):
-        msg.fail(f"--unit must be 'doc' or 'sentence', got {unit!r}", exits=1)
-    if unit == "sentence":
-        from .. import evaluation
+    from .. import evaluation
+    from ..io import atomic_write_json, check_outputs, prepare_outputs
+    from ..readers.common import labelled_sentence_docs
 
-        dev_docs = evaluation.sentence_docs(dev_docs)
-        train_docs = evaluation.sentence_docs(train_docs) if train_docs is not None else None
-    msg.info(f"{len(dev_docs)} dev docs" + (f", {len(train_docs)} train docs" if train_docs else ""))
+    specs = list(dict.fromkeys([resolve_model_spec(model)] + [resolve_model_spec(b) for b in (baseline or [])]))
+    tsne_paths = {spec: _tsne_path(tsne, i, spec) for i, spec in enumerate(specs)}
+    with guard("evaluate"):
+        inputs = [dev_path] + ([train] if train is not None else [])
+        inputs += [Path(spec) for spec in specs if not spec.startswith(RAW_PREFIX) and Path(spec).exists()]
+        outputs = {"report (-o)": output}
+        outputs.update({f"t-SNE plot of {spec}": path for spec, path in tsne_paths.items()})
+        check_outputs(outputs, inputs=inputs)
+        vocab = Vocab()
+        dev_docs = read_docbin(dev_path, vocab, limit)
+        train_docs = read_docbin(train, vocab, limit) if train is not None else None
+        for spec in specs:
+            if not spec.startswith(RAW_PREFIX):
+                evaluation.check_label_field(_load_pipeline(spec), label_field, name=spec)
+        prepare_outputs(outputs)
+    if unit == "sentence":
+        dev_docs = list(labelled_sentence_docs(dev_docs))
+        train_docs = list(labelled_sentence_docs(train_docs)) if train_docs is not None else None
+    n_gold = sum(len(evaluation.gold_sentences(doc)) for doc in dev_docs)
+    if not n_gold:
+        nothing_done(f"{dev_path} has no sentences with a gold label ({len(dev_docs)} docs)")
+    msg.info(f"{len(dev_docs)} dev docs, {n_gold} labelled sentences"
+             + (f"; {len(train_docs)} train docs" if train_docs else ""))
     models: Dict[str, Dict[str, Any]] = {}
-    for i, spec in enumerate(specs):
-        if spec in models:
-            continue
-        models[spec] = evaluate_model(spec, dev_docs, train_docs, seed=seed,
-                                      tsne=_tsne_path(tsne, i, spec), batch_size=batch_size,
-                                      label_field=label_field)
+    with guard("evaluate"):
+        for spec in specs:
+            models[spec] = evaluate_model(spec, dev_docs, train_docs, seed=seed, tsne=tsne_paths[spec],
+                                          batch_size=batch_size, label_field=label_field)
+    if not any("retrieval" in m or "classifier" in m for m in models.values()):
+        nothing_done(f"no model gave sentence vectors or {label_field!r} labels: "
+                     "does the pipeline have a rhetoric_sentence_encoder or rhetoric_function_classifier?")
     report = {"dev": str(dev_path), "train": str(train) if train else None, "limit": limit, "unit": unit,
               "label_field": label_field,
               "seed": seed, "models": models}
     header, rows = report_table(models)
     msg.table(rows, header=header, divider=True)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(output, report)
+        atomic_write_json(output, report)
         msg.good(f"Report written to {output}")

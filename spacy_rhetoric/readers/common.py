@@ -250,16 +250,51 @@ def doc_from_sentences(
     return doc
 
 
-def sentence_doc(vocab: Vocab, doc: Doc, start: int, end: int) -> Doc:
-    """A new Doc holding tokens ``doc[start:end]`` (same tokenization) as one
-    sentence, without trailing whitespace and without user data."""
-    span = doc[start:end]
-    words = [t.text for t in span]
-    spaces = [bool(t.whitespace_) for t in span]
-    if spaces:
-        spaces[-1] = False
-    return Doc(vocab, words=words, spaces=spaces,
-               sent_starts=[True] + [False] * (len(words) - 1) if words else None)
+def labelled_sentence_docs(docs: Iterable[Doc], label_field: str = extensions.LABEL) -> Iterator[Doc]:
+    """One Doc per sentence of ``docs`` that has a value for ``label_field``:
+    the sentence's tokens as their own one-sentence Doc (same vocab and
+    tokenization, no trailing whitespace, so its text is the sentence's text),
+    carrying the label under ``label_field`` plus the sentence's section and
+    sid and the source doc id. The unit of ``spacy_rhetoric.SentenceCorpus.v1``
+    and of ``spacy-rhetoric evaluate --unit sentence`` (isolated-sentence
+    encoders; corpora whose sentence order carries no context)."""
+    for doc in docs:
+        doc_id = extensions.get_doc_value(doc, extensions.DOC_ID)
+        spans = extensions.labelled_spans(doc, field=label_field)
+        if not spans:
+            continue
+        # Read the tokens once per source doc (Token objects are slow to create).
+        words = [token.text for token in doc]
+        spaces = [bool(token.whitespace_) for token in doc]
+        for start, end, label in spans:
+            if end <= start:
+                continue
+            sent_spaces = spaces[start:end]
+            sent_spaces[-1] = False
+            ref = Doc(doc.vocab, words=words[start:end], spaces=sent_spaces,
+                      sent_starts=[True] + [False] * (end - start - 1))
+            sent = ref[:]
+            source = doc[start:end]
+            extensions.set_span_values(ref, label_field, [sent], [label])
+            for field_name in (extensions.SECTION, extensions.SID):
+                if field_name != label_field:
+                    value = extensions.get_span_value(source, field_name)
+                    if value is not None:
+                        extensions.set_span_values(ref, field_name, [sent], [value])
+            if doc_id is not None:
+                extensions.set_doc_value(ref, extensions.DOC_ID, doc_id)
+            yield ref
+
+
+# Factories that set sentence boundaries: skipped when a Doc's boundaries are
+# preset (readers, ``doc_from_sentences``); a parser respects preset boundaries.
+SENTENCE_SPLITTERS = ("sentencizer", "senter")
+
+
+def sentence_splitters(nlp: Language) -> List[str]:
+    """Names of ``nlp``'s components made by a sentence-splitting factory, to
+    disable (``nlp.select_pipes``) on Docs whose sentence boundaries are preset."""
+    return [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory in SENTENCE_SPLITTERS]
 
 
 def limit_iter(items: Iterable[Any], limit: int) -> Iterator[Any]:

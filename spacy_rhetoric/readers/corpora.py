@@ -19,7 +19,7 @@ input of the PK batcher and the sentence encoder).
 """
 import random
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -29,7 +29,7 @@ from spacy.util import registry
 from .. import extensions
 from .citation_intent import read_citation_intent
 from .clscisumm import read_reference_docs
-from .common import ReadStats
+from .common import ReadStats, labelled_sentence_docs
 from .csabstruct import read_csabstruct
 from .papers import read_papers
 from .pmc import read_pmc_sents
@@ -123,49 +123,13 @@ def _spacy_files(path: Path) -> List[Path]:
     return [path]
 
 
-def sentence_docs(doc: Doc, label_field: str = extensions.LABEL) -> Iterator[Tuple[Doc, str]]:
-    """``(one-sentence Doc, sentence text)`` for every sentence of ``doc``
-    that has a value for ``label_field``: the sentence's tokens as their own
-    Doc (same vocab), carrying the label under ``label_field`` plus the
-    sentence's section and sid and the source doc id."""
-    doc_id = extensions.get_doc_value(doc, extensions.DOC_ID)
-    spans = extensions.labelled_spans(doc, field=label_field)
-    if not spans:
-        return
-    # Read the tokens once per source doc (Token objects are slow to create).
-    words, spaces, offsets = [], [], []
-    for token in doc:
-        words.append(token.text)
-        spaces.append(bool(token.whitespace_))
-        offsets.append(token.idx)
-    text = doc.text
-    for start, end, label in spans:
-        if end <= start:
-            continue
-        sent_words = words[start:end]
-        sent_spaces = spaces[start:end]
-        sent_spaces[-1] = False
-        ref = Doc(doc.vocab, words=sent_words, spaces=sent_spaces,
-                  sent_starts=[True] + [False] * (len(sent_words) - 1))
-        sent = ref[:]
-        source = doc[start:end]
-        extensions.set_span_values(ref, label_field, [sent], [label])
-        for field in (extensions.SECTION, extensions.SID):
-            if field != label_field:
-                value = extensions.get_span_value(source, field)
-                if value is not None:
-                    extensions.set_span_values(ref, field, [sent], [value])
-        if doc_id is not None:
-            extensions.set_doc_value(ref, extensions.DOC_ID, doc_id)
-        yield ref, text[offsets[start]:offsets[end - 1] + len(words[end - 1])]
-
-
 def sentence_examples(nlp: Language, doc: Doc, label_field: str = extensions.LABEL) -> Iterator[Example]:
     """One Example per sentence of ``doc`` that has a value for
     ``label_field``: the reference is the sentence as its own Doc
-    (``sentence_docs``), the predicted side ``nlp.make_doc`` of its text."""
-    for ref, sent_text in sentence_docs(doc, label_field):
-        yield Example(nlp.make_doc(sent_text), ref)
+    (``common.labelled_sentence_docs``), the predicted side ``nlp.make_doc``
+    of its text."""
+    for ref in labelled_sentence_docs([doc], label_field):
+        yield Example(nlp.make_doc(ref.text), ref)
 
 
 class SentenceCorpus:
