@@ -402,12 +402,17 @@ def test_output_inside_input_folder_is_never_read(tmp_path):
     assert first["inputs"] == second["inputs"] == 2
     assert second["inputs_resumed"] == 2 and second["inputs_labeled_this_run"] == 0
     assert outputs(src / "out") == first_files
-    assert [i.key for i in discover_inputs([src], exclude=[src / "out"])] == ["a.txt", "b.txt"]
+    # the files of any label build are left out of a directory, not only this build's
+    assert [i.key for i in discover_inputs([src])] == ["a.txt", "b.txt"]
     # naming an output explicitly as an input is refused before anything is written over
     before = (src / "out" / "train.spacy").read_bytes()
-    with pytest.raises(CorpusBuildError, match="inside the output directory"):
+    with pytest.raises(CorpusBuildError, match="output of this build"):
         build_corpus([src / "out" / "train.spacy"], src / "out", phrases=PHRASES, n=3)
     assert (src / "out" / "train.spacy").read_bytes() == before
+    # `-o .` beside the inputs: the user's files there are inputs, the build's own are not
+    for _ in range(2):
+        beside = build_corpus([src / "a.txt", src / "b.txt"], src, phrases=PHRASES, n=3)
+        assert beside["inputs"] == 2 and [i.key for i in discover_inputs([src])] == ["a.txt", "b.txt"]
     # the output directory itself as the only input: nothing outside it to read
     with pytest.raises(ValueError, match="same path as the input"):
         build_corpus([src / "out"], src / "out", phrases=PHRASES, n=3)

@@ -28,7 +28,7 @@ def label_command(
     inputs: List[Path] = typer.Argument(
         ..., help="Input files or directories: a CL-SciSumm root or topic dir (reference-paper XMLs), "
         ".xml, .txt (one sentence per line), .jsonl (one sentence per line: text, paper_id, section, sid) "
-        "or .spacy files. Files inside the output directory are never read",
+        "or .spacy files. The files a label build writes (shards, train/valid, summary) are never read",
     ),
     output: Path = typer.Option(..., "--output", "-o", help="Output directory (shards, train/valid .jsonl and .spacy, summary.json)"),
     phrases: Optional[Path] = typer.Option(

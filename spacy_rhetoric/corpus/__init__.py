@@ -16,7 +16,8 @@ Modules, one per concern:
     topic root, or single ``.xml`` files), ``.txt``, ``.jsonl`` and ``.spacy``
     files (formats: ``spacy_rhetoric.readers.label_inputs``). One input file is
     the unit of work, with a key (its path relative to the argument) and a
-    content fingerprint. Nothing below the output directory is ever an input.
+    content fingerprint. The files a label build writes (shards, outputs,
+    summary, config) are never inputs.
 ``labeling``
     The pipeline: ``rhetoric_single_sentence``
     (``spacy_rhetoric.pipeline.single_sentence``) first, so every source

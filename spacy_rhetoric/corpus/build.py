@@ -99,8 +99,8 @@ def build_corpus(
     (``tcp://host:port``). ``on_shard(input, header)`` is called after each
     shard is written. ``merge_only`` labels nothing and merges the shards
     that exist (a snapshot of an unfinished build; ``inputs_pending`` says
-    how many inputs are missing). Files below ``output_dir`` are never
-    inputs. Raises ``CorpusBuildError`` when no input is usable. Returns the
+    how many inputs are missing). The files of a label build (this one's
+    or another's) are never inputs. Raises ``CorpusBuildError`` when no input is usable. Returns the
     summary (also written to summary.json).
     """
     out_dir = Path(output_dir)

@@ -1,6 +1,8 @@
 """Input discovery: the files a build labels, each with a stable key (its
 order and shard name) and a fingerprint of its content (so an edited input
-gets a new shard instead of reusing the stale one)."""
+gets a new shard instead of reusing the stale one). The files a build writes
+(shards, train/valid outputs, summary, config) are never inputs found in a
+directory, so ``label DIR -o DIR/out`` run twice reads the same inputs."""
 import hashlib
 import os
 import re
@@ -9,7 +11,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 from ..readers.label_inputs import SUFFIXES, input_kind
-from .settings import CorpusBuildError
+from .settings import CONFIG_FILE, OUTPUT_NAMES, SHARD_DIR, SUMMARY_FILE, CorpusBuildError
+
+BUILD_FILES = frozenset([CONFIG_FILE, SUMMARY_FILE] + [f"{name}.{ext}" for name in OUTPUT_NAMES
+                                                       for ext in ("jsonl", "spacy")])
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,26 @@ def _walk_files(root: Path) -> List[Path]:
     return sorted(files)
 
 
-def _is_below(path: Path, dirs: Sequence[Path]) -> Optional[Path]:
-    real = path.resolve()
-    for d in dirs:
-        if real == d or d in real.parents:
-            return d
+def build_dir_of(path: Path) -> Optional[Path]:
+    """The output directory of the label build that wrote ``path`` (a shard,
+    a train/valid output, the summary or config, or a temporary file of one of
+    them in a directory holding ``build_config.json``), else None."""
+    parent = path.parent
+    if parent.name == SHARD_DIR and (parent.parent / CONFIG_FILE).is_file():
+        return parent.parent
+    if (path.name in BUILD_FILES or path.name.startswith(".tmp-")) and (parent / CONFIG_FILE).is_file():
+        return parent
     return None
+
+
+def _own_output(path: Path, out_dirs: Sequence[Path]) -> bool:
+    real = path.resolve()
+    for out in out_dirs:
+        if real.parent == out and (real.name in BUILD_FILES or real.name.startswith(".tmp-")):
+            return True
+        if real.parent == out / SHARD_DIR:
+            return True
+    return False
 
 
 def discover_inputs(
@@ -78,38 +97,36 @@ def discover_inputs(
     contributes its reference papers only (citing papers and annotations are
     not part of the distant set); any other directory contributes every
     ``.xml``/``.txt``/``.jsonl``/``.spacy`` file below it. Keys are paths
-    relative to the directory given (file name for a file argument). Files
-    below an ``exclude`` directory (the build's own output directory) are
-    never inputs; naming one explicitly is an error. ``limit``: the first N
-    inputs by key (0 = all); only those are fingerprinted.
+    relative to the directory given (file name for a file argument). Inside
+    a directory, the files of any label build (``build_dir_of``) are left
+    out; a file argument that is an output of a build to ``exclude`` (the
+    build being started) is an error. ``limit``: the first N inputs by key
+    (0 = all); only those are fingerprinted.
     """
     excluded = [Path(d).resolve() for d in exclude]
     found: Dict[str, InputFile] = {}
     for arg in paths:
         arg = Path(arg)
         if arg.is_dir():
-            below = [p for p in _walk_files(arg) if not _is_below(p, excluded)]
+            below = [p for p in _walk_files(arg) if build_dir_of(p) is None and not _own_output(p, excluded)]
             if any(p.parent.name == "Reference_XML" and p.suffix == ".xml" for p in below):
-                files = [p for p in _clscisumm_reference_xmls(arg) if not _is_below(p, excluded)]
+                files = [p for p in _clscisumm_reference_xmls(arg) if build_dir_of(p) is None]
             else:
                 files = [p for p in below if input_kind(p)]
             items = [(p.relative_to(arg).as_posix(), p) for p in files]
             if not items:
-                where = " outside the output directory" if _is_below(arg, excluded) or any(
-                    arg.resolve() in d.parents for d in excluded) else ""
                 raise CorpusBuildError(
-                    f"{arg}: directory holds no input files{where} ({', '.join(SUFFIXES)} or "
-                    "CL-SciSumm */Reference_XML/*.xml)"
+                    f"{arg}: directory holds no input files ({', '.join(SUFFIXES)} or "
+                    "CL-SciSumm */Reference_XML/*.xml; the outputs of a label build are never inputs)"
                 )
         elif arg.is_file():
             if not input_kind(arg):
                 raise CorpusBuildError(
                     f"{arg}: unsupported input type (expected one of {', '.join(SUFFIXES)})"
                 )
-            out = _is_below(arg, excluded)
-            if out is not None:
+            if _own_output(arg, excluded):
                 raise CorpusBuildError(
-                    f"{arg}: input is inside the output directory {out}; "
+                    f"{arg}: input is an output of this build (in {arg.parent}); "
                     "a build never reads its own outputs: copy it elsewhere or use another --output"
                 )
             items = [(arg.name, arg)]
