@@ -313,7 +313,7 @@ We collected things from (Smith et al., 2020). Fig. 2 shows them.
 
 MATERIALS AND METHODS
 
-Here is how.
+Here is how. As shown in Fig. 3, things grow (cf. Table 1). Jones et al. found more.
 
 Conclusions
 
@@ -339,6 +339,9 @@ def test_text_reader(tmp_path, nlp):
                          ("Little is known about things.", "1 Introduction", 1)]
     assert sents[3][1:] == ("2.1 Data Collection", 2)
     assert "Smith, J." not in doc.text  # the reference list is left out
+    # no sentence ends at an abbreviation ("Fig.", "cf.", "et al.")
+    method = [text for text, heading, _ in sents if heading == "MATERIALS AND METHODS"]
+    assert method == ["Here is how.", "As shown in Fig. 3, things grow (cf. Table 1).", "Jones et al. found more."]
     assert len(doc.spans[CITATIONS_KEY]) == 0
 
 

@@ -11,8 +11,9 @@ spans and, where the source has them (GROBID ``<s>``), gold sentence spans.
 * sentence starts preset: every paragraph starts a sentence; with gold
   sentences those are the sentences; otherwise a sentence splitter
   (:func:`sentence_splitter`: spaCy's rule-based ``sentencizer`` or the
-  trained ``senter`` of ``en_core_web_sm``) fills in the rest, and never
-  starts a sentence inside a citation span. ``doc.sents`` works without a
+  trained ``senter`` of ``en_core_web_sm``) fills in the rest, never
+  starting a sentence inside a citation span or after an abbreviation such
+  as "Fig." or "et al." (:data:`ABBREVIATIONS`). ``doc.sents`` works without a
   parser;
 * per sentence, through :mod:`spacy_rhetoric.extensions`: ``HEADING`` (raw
   heading text with its number, e.g. ``"4.1 Experimental Results"``;
@@ -219,6 +220,32 @@ def sentence_splitter(name: str = "sentencizer") -> Callable[[Doc], None]:
     return _SPLITTER_CACHE[name]
 
 
+# Abbreviations a sentence does not end with in papers ("see Fig. 2", "cf. Table 1",
+# "Smith et al. (2020)"): 123 false splits after "Fig." in the 16 samples.
+ABBREVIATIONS = frozenset(
+    "fig figs eq eqs eqn eqns ref refs tab tabs sec secs sect suppl cf al approx ca vs e.g i.e "
+    "resp no nos vol pp ch chap app".split()
+)
+
+
+def unsplit_abbreviations(doc: Doc, candidates: List[int]) -> None:
+    """Undo a splitter's sentence start at token ``i`` (of ``candidates``,
+    the starts the source did not fix) right after an abbreviation's full
+    stop."""
+    for i in candidates:
+        if i < 2 or not doc[i].is_sent_start:
+            continue
+        prev = doc[i - 1]
+        if prev.text == "." and not doc[i - 2].whitespace_:
+            word = doc[i - 2].lower_
+        elif prev.text.endswith(".") and len(prev.text) > 1:
+            word = prev.lower_[:-1]
+        else:
+            continue
+        if word in ABBREVIATIONS:
+            doc[i].is_sent_start = False
+
+
 # --------------------------------------------------------------------------
 # Paper -> Doc
 
@@ -265,6 +292,7 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
     doc = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=starts if words else None)
     if any(s is None for s in starts):
         sentence_splitter(splitter)(doc)
+        unsplit_abbreviations(doc, [i for i, s in enumerate(starts) if s is None])
     sents = list(doc.sents) if len(doc) else []
     headings: List[Optional[str]] = []
     paragraphs: List[int] = []
