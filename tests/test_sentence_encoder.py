@@ -497,3 +497,31 @@ def test_whitespace_only_sentences_get_no_vector(trained):
     assert [s._.rhetoric_vector for s in doc.sents] == [None]
     doc = nlp(texts()[0] + "\n\n")
     assert [s._.rhetoric_vector is None for s in doc.sents] == [False] * 4 + [True]
+
+
+N_PROCESS_SCRIPT = """
+import spacy, spacy_rhetoric
+from spacy.training import Example
+from spacy_rhetoric.readers.common import doc_from_sentences
+nlp = spacy.blank("en")
+nlp.add_pipe("sentencizer")
+nlp.add_pipe("rhetoric_sentence_encoder")
+ref = doc_from_sentences(nlp, ["Alpha beta gamma.", "Delta epsilon zeta."], labels=["x", "y"])
+nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
+docs = list(nlp.pipe(["Alpha beta gamma. Delta epsilon zeta."] * 4, n_process=2))
+a, b = docs[0].sents
+print(abs(a.similarity(b) - float(a._.rhetoric_vector @ b._.rhetoric_vector)) < 1e-6)
+"""
+
+
+@pytest.mark.slow
+def test_n_process_workers_do_not_warn_that_hooks_are_lost():
+    """W109 ("Unable to save user hooks") from the worker processes would be
+    wrong: nlp.pipe restores the hooks."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", N_PROCESS_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "True"
+    assert "W109" not in run.stderr

@@ -30,6 +30,8 @@ outside the thinc model: they get their own torch Adam optimizer
 ``to_disk``/``to_bytes``).
 """
 import io
+import warnings
+from itertools import chain
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
@@ -201,7 +203,16 @@ class RestoreHooksPipe:
         self.nlp = nlp
 
     def __call__(self, texts, *args, **kwargs):
-        for item in type(self.nlp).pipe(self.nlp, texts, *args, **kwargs):
+        items = type(self.nlp).pipe(self.nlp, texts, *args, **kwargs)
+        with warnings.catch_warnings():
+            # The worker processes (forked by the first next()) serialise the
+            # docs and spaCy would warn that the hooks are lost (W109): they
+            # are restored here, so the workers do not say so.
+            warnings.filterwarnings("ignore", message=r"\[W109\]")
+            first = next(items, None)
+        if first is None:
+            return
+        for item in chain([first], items):
             restore_vector_hooks(item[0] if isinstance(item, tuple) else item)
             yield item
 
