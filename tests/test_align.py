@@ -175,6 +175,10 @@ def test_top_k_alignment_ranks(trained_nlp, tmp_path):
         first, second = pairs[2 * i], pairs[2 * i + 1]
         assert (first.rank, second.rank) == (1, 2) and first.a_index == second.a_index == i
         assert first.score >= second.score and first.b_index != second.b_index
+    # k is capped to B's length; k < 1 is an error, not silently 1.
+    assert len(align_encoded(enc_a, enc_b, k=9)) == 16
+    with pytest.raises(ValueError, match="at least 1"):
+        align_encoded(enc_a, enc_b, k=0)
 
 
 def test_cli_align(model_dir, tmp_path):

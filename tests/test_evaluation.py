@@ -423,3 +423,29 @@ def test_parser_keeps_gold_boundaries():
     X, labels = sentence_vectors(nlp, [doc], progress=False)
     assert labels == ["objective", "result"]
     assert X.tolist() == [[1, 8], [0, 4]]
+
+
+def test_label_mismatch_and_label_field_check():
+    from spacy.training import Example
+
+    from spacy_rhetoric.evaluation import check_label_field, classifier_label_sets, label_mismatch
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    gold = ["method", "methods", "results", "methods"]
+    assert label_mismatch(gold, ["method", "result", "background"]) == {
+        "gold_not_in_classifier": ["methods", "results"], "n_gold_not_in_classifier": 3,
+        "classifier_not_in_gold": ["background", "result"]}
+    # Unknown label set: judged on the predictions.
+    assert label_mismatch(["a", "b"], None, ["a", None])["gold_not_in_classifier"] == ["b"]
+    assert label_mismatch(["a", "b"], ["b", "a"])["gold_not_in_classifier"] == []
+    nlp = spacy.blank("en")
+    assert check_label_field(nlp, "label") is None  # another component may write it
+    with pytest.raises(ValueError, match="'fine_label'.*none"):
+        check_label_field(nlp, "fine_label")
+    nlp.add_pipe("rhetoric_function_classifier")
+    ref = doc_from_sentences(nlp, ["We parse.", "It works."], labels=["method", "result"])
+    nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
+    assert classifier_label_sets(nlp) == {"label": ["method", "result"]}
+    assert check_label_field(nlp, "label") == ["method", "result"]
+    with pytest.raises(ValueError, match="label field 'nope'.*'label'"):
+        check_label_field(nlp, "nope")
