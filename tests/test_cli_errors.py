@@ -181,7 +181,12 @@ def test_evaluate_warns_when_label_sets_cannot_match(tmp_path, model_dir):
     # Matching label sets: no warning.
     dev = gold_file(tmp_path / "dev2.spacy", COARSE)
     code, text = run("evaluate", model_dir, dev)
+    assert code == 0 and "label sets differ" not in text and "never seen" not in text
+    # A classifier label missing from a small dev set is only a note.
+    dev = gold_file(tmp_path / "dev3.spacy", [["objective", "background"]] * 4)
+    code, text = run("evaluate", model_dir, dev)
     assert code == 0 and "label sets differ" not in text
+    assert "classifier labels never seen in the gold data: method" in text
 
 
 # -- align --------------------------------------------------------------------

@@ -137,21 +137,23 @@ def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
 
 
 def warn_label_mismatch(spec: str, mismatch: Dict[str, Any], n_gold: int) -> None:
-    """One warning when gold and classifier label sets differ: F1 is then
-    bounded (or 0) by construction, not by the model."""
+    """A warning when some gold labels can never be predicted (F1 is then
+    bounded, or 0, by construction, not by the model), naming them and the
+    classifier labels never seen in the gold data; the latter alone (e.g. a
+    rare label missing from a small dev set) is only a note."""
     never_predicted = mismatch["gold_not_in_classifier"]
     never_seen = mismatch["classifier_not_in_gold"]
-    if not never_predicted and not never_seen:
+    seen_text = f"classifier labels never seen in the gold data: {', '.join(never_seen)}"
+    if not never_predicted:
+        if never_seen:
+            msg.info(f"{spec}: {seen_text}")
         return
-    parts = []
-    if never_predicted:
-        parts.append(f"gold labels the classifier never predicts: {', '.join(never_predicted)} "
-                     f"({mismatch['n_gold_not_in_classifier']} of {n_gold} sentences)")
+    text = (f"{spec}: label sets differ; gold labels the classifier never predicts: "
+            f"{', '.join(never_predicted)} ({mismatch['n_gold_not_in_classifier']} of {n_gold} sentences)")
     if never_seen:
-        parts.append(f"classifier labels never seen in the gold data: {', '.join(never_seen)}")
-    msg.warn(f"{spec}: label sets differ; " + "; ".join(parts),
-             "Is --label-field right, and were the gold data and the classifier labelled the same way "
-             "(e.g. PMC 'methods' vs CSAbstruct 'method', fine vs coarse labels)?")
+        text += f"; {seen_text}"
+    msg.warn(text, "Is --label-field right, and were the gold data and the classifier labelled the same way "
+                   "(e.g. PMC 'methods' vs CSAbstruct 'method', fine vs coarse labels)?")
 
 
 def _tsne_path(base: Optional[Path], index: int, spec: str) -> Optional[Path]:
