@@ -86,3 +86,21 @@ def test_nlp_to_disk_load_keeps_extensions(tmp_path):
     doc = nlp2("One sentence here. Another one.")
     spacy_rhetoric.set_sent_labels(doc, ["a", "b"])
     assert [s._.rhetoric_label for s in doc.sents] == ["a", "b"]
+
+
+def test_restore_vector_hooks_from_the_store_alone():
+    """The hooks read the stored vectors: any doc with them (here filled by
+    hand, read back from a DocBin) gets sent.vector / sent.similarity back."""
+    _, doc = _doc()
+    sents = list(doc.sents)
+    vectors = [numpy.array(v, dtype="float32") for v in ([0.6, 0.8], [1.0, 0.0], [0.0, 1.0])]
+    ext.set_span_values(doc, ext.VECTOR, sents, vectors)
+    (doc2,) = DocBin(docs=[doc], store_user_data=True).get_docs(doc.vocab)
+    assert "similarity" not in doc2.user_span_hooks
+    assert spacy_rhetoric.restore_vector_hooks([doc2]) == [doc2]
+    a, b, c = doc2.sents
+    assert a.vector.tolist() == pytest.approx([0.6, 0.8])
+    assert a.similarity(b) == pytest.approx(0.6) and a._.rhetoric_similarity(c) == pytest.approx(0.8)
+    # never another model's numbers: a span without an encoder vector is an error
+    with pytest.raises(ValueError, match="no encoder vector"):
+        a.similarity(doc2[0:2])
