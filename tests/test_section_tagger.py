@@ -180,6 +180,10 @@ def test_sentencizer_on_raw_text(nlp):
     assert [s._.rhetoric_section for s in doc.sents] == [None, None]
     assert len(doc.spans["sections"]) == 0
     assert len(nlp("").spans["sections"]) == 0
+    bare = spacy.blank("en")
+    bare.add_pipe("rhetoric_section_tagger")
+    with pytest.raises(ValueError, match="needs sentence boundaries"):
+        bare("No sentencizer here. None.")
 
 
 def test_user_rules_extend(tmp_path, nlp):

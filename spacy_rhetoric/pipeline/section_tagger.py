@@ -90,8 +90,9 @@ DEFAULT_SECTION_TAGGER = Config().from_str(DEFAULT_SECTION_TAGGER_CONFIG)["secti
     assigns=["doc.user_data", "doc.spans", "span._.rhetoric_section"],
     default_config=DEFAULT_SECTION_TAGGER,
     default_score_weights={
-        "rhetoric_section_f_micro": 0.5,
-        "rhetoric_section_f_macro": 0.5,
+        # not trained by spacy train: its scores are reported, never used to pick a model
+        "rhetoric_section_f_micro": 0.0,
+        "rhetoric_section_f_macro": 0.0,
         "rhetoric_section_p_macro": 0.0,
         "rhetoric_section_r_macro": 0.0,
         "rhetoric_section_f_per_type": None,
@@ -235,7 +236,12 @@ class SectionTagger(Pipe):
 
     # ------------------------------------------------------------- documents
     def __call__(self, doc: Doc) -> Doc:
-        sents = [s for s in doc.sents] if len(doc) else []
+        if len(doc) and not (doc.has_annotation("SENT_START") or doc.has_annotation("DEP")):
+            raise ValueError(
+                f"[{self.name}] needs sentence boundaries: put a sentencizer or parser before it "
+                f"(nlp.add_pipe('sentencizer', before='{self.name}')) or use a reader's docs"
+            )
+        sents = list(doc.sents) if len(doc) else []
         headings = sentence_headings(doc, sents)
         # one section per run of sentences with the same heading
         runs: List[Tuple[int, int]] = []  # [start, end) sentence indices
