@@ -1,0 +1,48 @@
+"""``spacy-rhetoric index PIPELINE CORPUS... -o INDEX``: encode every sentence
+of a corpus into a searchable faiss index plus a SQLite metadata store
+(library: :mod:`spacy_rhetoric.search`, whose docstring describes the index,
+the resumable build and the automatic index type).
+
+    spacy-rhetoric index .demo/pipeline corpus/ papers.spacy -o corpus.index [--index-type auto]
+
+Paths and pipeline are checked before the work; an interrupted build resumes
+from ``INDEX.tmp-dir``; the index appears under INDEX only when complete.
+"""
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from wasabi import msg
+
+from . import app
+from .common import guard, nothing_done, positive_int
+
+
+@app.command("index")
+def index_cli(
+    pipeline: str = typer.Argument(..., help="Trained pipeline (path or package) with a rhetoric_sentence_encoder"),
+    corpus: List[Path] = typer.Argument(..., help=".spacy, label .jsonl, paper files or folders of papers"),
+    output: Path = typer.Option(..., "--output", "-o", help="Index directory to write"),
+    index_type: str = typer.Option("auto", "--index-type", help="auto (exact up to 200k vectors, HNSW above), "
+                                   "flat, hnsw, ivfpq, or a faiss index_factory string"),
+    part_sentences: int = typer.Option(2000, "--part-sentences", callback=positive_int,
+                                       help="Sentences per resumable part (whole papers)"),
+    batch_size: int = typer.Option(16, "--batch-size", callback=positive_int, help="Docs per nlp.pipe batch"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, or 'local' "
+                                            "for a LocalCluster of --workers processes"),
+    workers: int = typer.Option(2, "--workers", callback=positive_int, help="Workers of --scheduler local"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard an unfinished build with other settings"),
+) -> None:
+    """Encode every sentence of a corpus into a search index."""
+    from ..search import build_index
+
+    with guard("index"):
+        summary = build_index(pipeline, corpus, output, index_type=index_type, part_sentences=part_sentences,
+                              batch_size=batch_size, scheduler=scheduler, workers=workers, overwrite=overwrite)
+    if summary.get("files_skipped"):
+        msg.warn(f"{summary['files_skipped']} input record(s) skipped", "\n".join(summary["skipped"]))
+    if not summary.get("finished"):
+        nothing_done("the build stopped before the index was written")
+    msg.good(f"{summary['n']} sentences of {summary['papers']} papers indexed ({summary['factory']}, "
+             f"{summary['dim']}-d) -> {summary['index']}"
+             + (f"; resumed, {summary['parts_reused']} parts reused" if summary.get("resumed") else ""))

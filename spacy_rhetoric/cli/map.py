@@ -1,0 +1,1 @@
+"""``spacy-rhetoric map``: (being written)."""

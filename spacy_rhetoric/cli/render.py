@@ -1,0 +1,1 @@
+"""``spacy-rhetoric render``: (being written)."""

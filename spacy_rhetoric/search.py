@@ -1,0 +1,815 @@
+"""Search a corpus for sentences that make the same rhetorical move.
+
+``build_index`` encodes every sentence of a corpus with a trained pipeline
+(``sent._.rhetoric_vector`` from ``rhetoric_sentence_encoder``) into a faiss
+index plus a metadata store; :class:`RhetoricIndex` loads it and answers
+queries (a sentence, encoded with the same pipeline, or a vector), filtered by
+label, section or paper.
+
+An index is a directory::
+
+    INDEX/index.faiss       faiss.write_index (inner product of unit vectors = cosine)
+    INDEX/sentences.sqlite  one row per vector (id = faiss id): paper, section,
+                            heading, sentence index, sid, text, label (predicted
+                            by the pipeline's classifier, else the corpus' gold
+                            label), fine label, gold label, scores (JSON)
+    INDEX/index.json        pipeline path and meta, dimension, size, faiss
+                            factory string and search parameters, inputs
+
+No pickle anywhere. Corpora: ``.spacy`` DocBins, the JSONL written by
+``spacy-rhetoric label`` (one sentence per line, consecutive lines of one
+``paper_id`` are one paper) and paper files in any format
+``readers.papers.detect_format`` knows (TEI, JATS, S2ORC, CL-SciSumm XML,
+text), given as files or folders (searched recursively, hidden files left
+out). A file that cannot be read is skipped and counted.
+
+The build is resumable and atomic. Work happens in ``INDEX.tmp-dir``: papers
+are cut into parts of about ``part_sentences`` sentences (the cut depends only
+on the inputs, whose sha1s are recorded in ``build.json``, so a rerun cuts them
+the same way); a part's vectors go to ``vectors/part-N.npy`` (temporary file +
+rename), then its rows and its done-marker are committed to the SQLite store
+in one transaction. A rerun skips the parts marked done, so an interrupted
+build resumes without duplicates or gaps. At the end the faiss index and
+``index.json`` are written, the part vectors removed, and ``INDEX.tmp-dir``
+renamed to ``INDEX`` (a previous index there is replaced only then).
+
+Index type (``index_type="auto"``): exact ``IndexFlatIP`` up to
+``EXACT_MAX_VECTORS`` vectors, HNSW above (``HNSW_FACTORY``, ``efSearch``
+stored in ``index.json``; see ``benchmarks/bench_search.py`` for recall and
+speed at 100k and 1M vectors); ``"flat"``, ``"hnsw"``, ``"ivfpq"`` or any
+faiss ``index_factory`` string override it.
+
+Filtered search: the ids allowed by the filters come from SQLite; up to
+``SUBSET_EXACT_MAX`` of them are searched exactly (their vectors
+reconstructed from the index), more go to faiss with an ``IDSelectorBatch``.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy
+
+from . import extensions as ext
+from .io import PathError, atomic_path, atomic_write_json, check_input, check_output
+from .neighbours import as_matrix, l2_normalize
+
+PathLike = Union[str, Path]
+
+INDEX_FILE = "index.faiss"
+META_FILE = "sentences.sqlite"
+CONFIG_FILE = "index.json"
+BUILD_FILE = "build.json"
+VECTOR_DIR = "vectors"
+WORK_SUFFIX = ".tmp-dir"
+FORMAT_VERSION = 1
+
+EXACT_MAX_VECTORS = 200_000
+HNSW_FACTORY = "HNSW32,Flat"
+HNSW_PARAMS = {"efSearch": 128}
+HNSW_EF_CONSTRUCTION = 64
+IVFPQ_PARAMS = {"nprobe": 32, "k_factor_rf": 4}
+SUBSET_EXACT_MAX = 50_000
+DEFAULT_PART_SENTENCES = 2000
+INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
+
+COLUMNS = ("paper", "sent_index", "section", "heading", "sid", "text", "label", "fine_label",
+           "gold_label", "phrase_label", "scores", "fine_scores")
+FILTERS = {"label": "label", "section": "section", "paper": "paper"}
+
+
+class SearchIndexError(ValueError):
+    """An index, corpus or query that cannot be used (the message names it)."""
+
+
+@dataclass
+class Hit:
+    """One search result: the sentence, where it is, and what it does."""
+
+    id: int
+    score: float
+    paper: Optional[str]
+    sent_index: int
+    section: Optional[str]
+    heading: Optional[str]
+    sid: Optional[str]
+    text: str
+    label: Optional[str]
+    fine_label: Optional[str] = None
+    gold_label: Optional[str] = None
+    phrase_label: Optional[str] = None
+    scores: Dict[str, float] = field(default_factory=dict)
+    fine_scores: Dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+# -- corpus reading ------------------------------------------------------------------------------
+
+def corpus_files(paths: Iterable[PathLike]) -> List[Path]:
+    """The files named in ``paths`` and those below the folders (sorted,
+    recursive, hidden files left out); a clear error for a missing path."""
+    from .readers.papers import paper_files
+
+    files: List[Path] = []
+    for path in paths:
+        check_input(path, what="corpus", dir_ok=True)
+        files.extend(paper_files(path))
+    if not files:
+        raise SearchIndexError(f"no files found in {', '.join(str(p) for p in paths)}")
+    return files
+
+
+def _sentence(text: str, **values: Any) -> Dict[str, Any]:
+    out = {"text": " ".join(str(text).split())}
+    out.update({k: (None if v is None else str(v)) for k, v in values.items()})
+    return out
+
+
+def doc_paper(doc, default_id: str) -> Dict[str, Any]:
+    """A Doc (from a DocBin or a paper reader) as a plain paper record: its id
+    and its sentences with gold label, section, heading and sid."""
+    paper_id = ext.get_doc_value(doc, ext.DOC_ID) or default_id
+    sents = list(doc.sents) if doc.has_annotation("SENT_START") else [doc[:]]
+    out = []
+    for sent in sents:
+        if not sent.text.strip():
+            continue
+        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
+        out.append(_sentence(sent.text, gold_label=get(ext.LABEL), section=get(ext.SECTION),
+                             heading=get(ext.HEADING), sid=get(ext.SID)))
+    return {"paper": str(paper_id), "sentences": out}
+
+
+def _jsonl_papers(path: Path, stats) -> Iterator[Dict[str, Any]]:
+    """Label JSONL: consecutive lines of one paper id are one paper."""
+    from .readers.common import ReaderError, iter_jsonl
+
+    current: Optional[Dict[str, Any]] = None
+    for line, rec in iter_jsonl(path, errors="skip", stats=stats):
+        text = rec.get("text", rec.get("sentence"))
+        if not isinstance(text, str) or not text.strip():
+            stats.skip(ReaderError(path, line, "no non-empty string field 'text'", field="text"))
+            continue
+        stats.used += 1
+        paper_id = str(rec.get("paper_id", rec.get("doc_id", rec.get("id", path.stem))))
+        if current is None or current["paper"] != paper_id:
+            if current is not None:
+                yield current
+            current = {"paper": paper_id, "sentences": []}
+        current["sentences"].append(_sentence(text, gold_label=rec.get("label"), section=rec.get("section"),
+                                              heading=rec.get("heading"), sid=rec.get("sid")))
+    if current is not None:
+        yield current
+
+
+def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Dict[str, Any]]:
+    """Plain paper records (``paper``, ``sentences``) from ``.spacy``, label
+    ``.jsonl`` and paper files (``readers.papers.read_paper``, any format it
+    detects). Unreadable files and records are skipped and counted in
+    ``stats`` (a ``readers.common.ReadStats``)."""
+    from spacy.tokens import DocBin
+
+    from .readers.common import ReaderError, ReadStats
+    from .readers.papers import read_paper
+
+    stats = stats if stats is not None else ReadStats(name="corpus files")
+    for path in corpus_files(paths):
+        suffix = path.suffix.lower()
+        try:
+            if suffix == ".jsonl":
+                papers = list(_jsonl_papers(path, stats))
+            else:
+                stats.read += 1
+                if suffix == ".spacy":
+                    try:
+                        docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab_nlp.vocab))
+                    except Exception as err:  # noqa: BLE001 - name the file
+                        raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
+                    papers = [doc_paper(d, f"{path.stem}:{i}") for i, d in enumerate(docs) if len(d)]
+                else:
+                    papers = [doc_paper(read_paper(path, vocab_nlp), path.stem)]
+                stats.used += 1
+        except ReaderError as err:
+            stats.skip(err)
+            continue
+        except (OSError, UnicodeDecodeError) as err:
+            stats.skip(ReaderError(path, None, f"cannot read: {err}"))
+            continue
+        for paper in papers:
+            if paper["sentences"]:
+                stats.docs += 1
+                stats.sentences += len(paper["sentences"])
+                yield paper
+
+
+def iter_parts(papers: Iterable[Dict[str, Any]], part_sentences: int) -> Iterator[List[Dict[str, Any]]]:
+    """Consecutive papers in groups of at least ``part_sentences`` sentences
+    (the last group may be smaller); a paper is never cut."""
+    part: List[Dict[str, Any]] = []
+    size = 0
+    for paper in papers:
+        part.append(paper)
+        size += len(paper["sentences"])
+        if size >= part_sentences:
+            yield part
+            part, size = [], 0
+    if part:
+        yield part
+
+
+# -- encoding ---------------------------------------------------------------------------------------
+
+def check_pipeline(nlp) -> None:
+    if not any(nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder" for n in nlp.pipe_names):
+        raise SearchIndexError(
+            f"the pipeline has no rhetoric_sentence_encoder (components: {', '.join(nlp.pipe_names) or 'none'}); "
+            "search needs sent._.rhetoric_vector"
+        )
+
+
+def load_pipeline(model: PathLike):
+    """``spacy.load`` with a clear error, checked for an encoder."""
+    import spacy
+
+    import spacy_rhetoric  # noqa: F401 - factories and extensions
+
+    try:
+        nlp = spacy.load(model)
+    except (OSError, IOError) as err:
+        raise SearchIndexError(f"cannot load pipeline {str(model)!r}: {err}") from err
+    check_pipeline(nlp)
+    return nlp
+
+
+def paper_doc(nlp, paper: Dict[str, Any]):
+    """The Doc of a paper record: its sentences as preset boundaries, sections,
+    headings, sids and doc id in the store (gold labels are kept apart)."""
+    from .readers.common import doc_from_sentences
+
+    sents = paper["sentences"]
+    doc = doc_from_sentences(nlp, [s["text"] for s in sents], sections=[s.get("section") for s in sents],
+                             sids=[s.get("sid") for s in sents], doc_id=paper["paper"])
+    ext.set_span_values(doc, ext.HEADING, list(doc.sents), [s.get("heading") for s in sents])
+    return doc
+
+
+def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
+    """The vectors ``[n, d]`` and metadata rows of an annotated Doc's
+    sentences; sentences without a vector (whitespace only) are left out."""
+    paper = ext.get_doc_value(doc, ext.DOC_ID)
+    vectors, rows = [], []
+    for i, sent in enumerate(doc.sents):
+        vector = ext.get_span_value(sent, ext.VECTOR)
+        if vector is None:
+            continue
+        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
+        gold_label = gold[i] if gold is not None else None
+        label = get(ext.LABEL)
+        rows.append({
+            "paper": None if paper is None else str(paper), "sent_index": i,
+            "section": get(ext.SECTION) or get(ext.HEADING), "heading": get(ext.HEADING), "sid": get(ext.SID),
+            "text": sent.text, "label": label if label is not None else gold_label,
+            "fine_label": get(ext.FINE_LABEL), "gold_label": gold_label, "phrase_label": get(ext.PHRASE_LABEL),
+            "scores": get(ext.SCORES) or {}, "fine_scores": get(ext.FINE_SCORES) or {},
+        })
+        vectors.append(vector)
+    matrix = numpy.vstack(vectors).astype("float32") if vectors else numpy.zeros((0, 0), "float32")
+    return matrix, rows
+
+
+def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
+                  ) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
+    """Run ``nlp`` over paper records (preset boundaries kept: sentence
+    splitters disabled) and collect every sentence's vector and row."""
+    from .readers.common import sentence_splitters
+
+    docs = [paper_doc(nlp, p) for p in papers]
+    golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
+    matrices, rows = [], []
+    with nlp.select_pipes(disable=sentence_splitters(nlp)):
+        for doc, gold in zip(nlp.pipe(docs, batch_size=batch_size), golds):
+            matrix, doc_rows = sentence_rows(doc, gold)
+            if doc_rows:
+                matrices.append(matrix)
+                rows.extend(doc_rows)
+    if not rows:
+        return numpy.zeros((0, 0), "float32"), []
+    return numpy.vstack(matrices), rows
+
+
+# -- the metadata store -----------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sentences (
+    id INTEGER PRIMARY KEY, paper TEXT, sent_index INTEGER, section TEXT, heading TEXT, sid TEXT,
+    text TEXT NOT NULL, label TEXT, fine_label TEXT, gold_label TEXT, phrase_label TEXT,
+    scores TEXT, fine_scores TEXT, part INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
+    papers INTEGER NOT NULL);
+"""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path))
+    con.executescript(_SCHEMA)
+    return con
+
+
+def _add_part(con: sqlite3.Connection, part: int, rows: Sequence[Dict[str, Any]], n_papers: int) -> None:
+    """Rows and done-marker of one part, in one transaction (ids follow on)."""
+    with con:
+        first = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        con.executemany(
+            f"INSERT INTO sentences (id, {', '.join(COLUMNS)}, part) VALUES ({', '.join('?' * (len(COLUMNS) + 2))})",
+            [(first + i, *[json.dumps(r[c]) if c.endswith("scores") else r[c] for c in COLUMNS], part)
+             for i, r in enumerate(rows)],
+        )
+        con.execute("INSERT INTO parts VALUES (?, ?, ?, ?)", (part, first, len(rows), n_papers))
+
+
+def _row_hit(row: sqlite3.Row, score: float) -> Hit:
+    values = dict(row)
+    values.pop("part", None)
+    for key in ("scores", "fine_scores"):
+        values[key] = json.loads(values[key]) if values[key] else {}
+    return Hit(score=float(score), **values)
+
+
+# -- building ------------------------------------------------------------------------------------
+
+def work_dir(index_path: PathLike) -> Path:
+    path = Path(index_path)
+    return path.with_name(path.name + WORK_SUFFIX)
+
+
+def index_factory_for(n: int, index_type: str = "auto", *, dim: int = 384) -> Tuple[str, Dict[str, Any]]:
+    """The faiss factory string and search parameters for ``n`` vectors of ``dim``."""
+    if index_type == "auto":
+        index_type = "flat" if n <= EXACT_MAX_VECTORS else "hnsw"
+    if index_type == "flat":
+        return "Flat", {}
+    if index_type == "hnsw":
+        return HNSW_FACTORY, dict(HNSW_PARAMS)
+    if index_type == "ivfpq":
+        nlist = int(max(16, min(65536, 4 * round(n ** 0.5))))
+        m = max(d for d in range(1, max(1, dim // 8) + 1) if dim % d == 0)  # sub-quantizers of 8 dims or more
+        return f"IVF{nlist},PQ{m},RFlat", dict(IVFPQ_PARAMS)
+    return index_type, {}  # any faiss index_factory string
+
+
+def pipeline_dim(nlp) -> int:
+    """The dimension of the pipeline's sentence vectors (one probe sentence)."""
+    from .readers.common import doc_from_sentences, sentence_splitters
+
+    with nlp.select_pipes(disable=sentence_splitters(nlp)):
+        doc = nlp(doc_from_sentences(nlp, ["This is a probe sentence."]))
+    vector = ext.get_span_value(doc[:], ext.VECTOR)
+    if vector is None:
+        raise SearchIndexError("the pipeline gave no rhetoric_vector for a probe sentence")
+    return int(vector.shape[0])
+
+
+def check_index_type(index_type: str, dim: int) -> None:
+    """``index_type`` is one of INDEX_TYPES or a faiss factory string usable at ``dim``."""
+    import faiss
+
+    if index_type in INDEX_TYPES:
+        return
+    try:
+        faiss.index_factory(dim, index_type, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as err:
+        raise SearchIndexError(f"index type must be one of {', '.join(INDEX_TYPES)} or a faiss index_factory "
+                               f"string valid for {dim}-d vectors; got {index_type!r} "
+                               f"({str(err).strip().splitlines()[-1]})") from None
+
+
+def make_index(vectors: numpy.ndarray, factory: str, *, seed: int = 0, train_max: int = 100_000):
+    """A faiss index (inner product) from ``factory`` holding ``vectors`` (unit rows)."""
+    import faiss
+
+    dim = vectors.shape[1]
+    try:
+        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as err:
+        raise SearchIndexError(f"faiss cannot make an index from {factory!r}: {err}") from err
+    hnsw = faiss.try_extract_index_ivf(index) is None and hasattr(faiss.downcast_index(index), "hnsw")
+    if hnsw:
+        faiss.downcast_index(index).hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    if not index.is_trained:
+        rng = numpy.random.default_rng(seed)
+        sample = vectors if len(vectors) <= train_max else vectors[numpy.sort(rng.choice(len(vectors), train_max, replace=False))]
+        index.train(numpy.ascontiguousarray(sample))
+    for start in range(0, len(vectors), 100_000):
+        index.add(numpy.ascontiguousarray(vectors[start:start + 100_000]))
+    return index
+
+
+def set_search_params(index, params: Dict[str, Any]) -> None:
+    import faiss
+
+    space = faiss.ParameterSpace()
+    for name, value in params.items():
+        try:
+            space.set_index_parameter(index, name, value)
+        except RuntimeError as err:
+            raise SearchIndexError(f"index parameter {name}={value!r} does not apply to this index: {err}") from err
+
+
+def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = (), *, overwrite: bool = False) -> Path:
+    """The index directory can be written: not an input, not a file, and if it
+    exists, a previous index (replaced) — never another directory."""
+    path = check_output(index_path, what="index", inputs=inputs, dir_ok=True)
+    for inp in inputs:
+        if Path(inp).resolve() in path.resolve().parents:
+            raise PathError(f"index {path} is inside the corpus folder {inp}; choose another path")
+    if path.exists() and any(path.iterdir()) and not (path / CONFIG_FILE).exists():
+        raise PathError(f"index {path} exists and is not a spacy-rhetoric index; choose another path")
+    work = work_dir(path)
+    if work.exists() and not work.is_dir():
+        raise PathError(f"{work} exists and is not a directory")
+    return path
+
+
+def _build_settings(model: PathLike, nlp, files: Sequence[Path], part_sentences: int) -> Dict[str, Any]:
+    from .corpus.inputs import file_fingerprint
+
+    return {
+        "format": FORMAT_VERSION,
+        "pipeline": str(Path(model).resolve()) if Path(model).exists() else str(model),
+        "part_sentences": part_sentences,
+        "inputs": [{"path": str(p.resolve()), "sha1": file_fingerprint(p)} for p in files],
+    }
+
+
+def _start_work(work: Path, settings: Dict[str, Any], overwrite: bool) -> bool:
+    """Create or reuse the work directory; True when resuming."""
+    build_file = work / BUILD_FILE
+    if work.exists() and build_file.exists():
+        try:
+            previous = json.loads(build_file.read_text(encoding="utf8"))
+        except ValueError:
+            previous = None
+        if previous == settings:
+            return True
+        if not overwrite:
+            raise SearchIndexError(
+                f"{work} holds an unfinished build with other inputs, pipeline or part size; "
+                "pass --overwrite to start again (or remove it)"
+            )
+    if work.exists():
+        shutil.rmtree(work)
+    (work / VECTOR_DIR).mkdir(parents=True)
+    atomic_write_json(build_file, settings)
+    return False
+
+
+def _part_file(work: Path, part: int) -> Path:
+    return work / VECTOR_DIR / f"part-{part:06d}.npy"
+
+
+def _save_part(work: Path, con, part: int, vectors: numpy.ndarray, rows, n_papers: int) -> None:
+    with atomic_path(_part_file(work, part)) as tmp:
+        with tmp.open("wb") as fh:
+            numpy.save(fh, numpy.ascontiguousarray(vectors, dtype="float32"), allow_pickle=False)
+    _add_part(con, part, rows, n_papers)
+
+
+Encoder = Callable[[List[Dict[str, Any]]], Tuple[numpy.ndarray, List[Dict[str, Any]]]]
+
+
+def build_index(
+    model: PathLike,
+    corpus: Sequence[PathLike],
+    index_path: PathLike,
+    *,
+    index_type: str = "auto",
+    part_sentences: int = DEFAULT_PART_SENTENCES,
+    batch_size: int = 16,
+    scheduler: Optional[str] = None,
+    workers: int = 2,
+    overwrite: bool = False,
+    progress: bool = True,
+    stop_after_parts: Optional[int] = None,
+    seed: int = 0,
+) -> Dict[str, Any]:
+    """Encode every sentence of ``corpus`` with the pipeline ``model`` into an
+    index at ``index_path`` (see the module docstring); returns a summary.
+    ``stop_after_parts`` stops after that many newly encoded parts, leaving
+    the work directory for a rerun (tests, time-boxed runs)."""
+    from tqdm import tqdm
+
+    from .readers.common import ReadStats
+
+    if part_sentences < 1 or batch_size < 1:
+        raise SearchIndexError("part_sentences and batch_size must be at least 1")
+    index_path = check_index_output(index_path, corpus, overwrite=overwrite)
+    files = corpus_files(corpus)
+    nlp = load_pipeline(model)
+    check_index_type(index_type, pipeline_dim(nlp))
+    work = work_dir(index_path)
+    settings = _build_settings(model, nlp, files, part_sentences)
+    if (work / CONFIG_FILE).exists() and (work / BUILD_FILE).exists() and \
+            json.loads((work / BUILD_FILE).read_text("utf8")) == settings:
+        return _finish(work, index_path)  # interrupted after the index was written
+    resumed = _start_work(work, settings, overwrite)
+    con = _connect(work / META_FILE)
+    done = {row[0] for row in con.execute("SELECT part FROM parts")}
+    stats = ReadStats(name="corpus files")
+    started = time.perf_counter()
+    n_new = 0
+    bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
+    encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
+    parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(files, nlp, stats), part_sentences)))
+    try:
+        if scheduler:
+            n_new = _run_dask(scheduler, workers, settings["pipeline"], batch_size, parts, done, work, con, bar,
+                              stop_after_parts)
+        else:
+            for i, papers in parts:
+                if i in done:
+                    bar.update(sum(len(p["sentences"]) for p in papers))
+                    continue
+                if stop_after_parts is not None and n_new >= stop_after_parts:
+                    break
+                vectors, rows = encode(papers)
+                _save_part(work, con, i, vectors, rows, len(papers))
+                n_new += 1
+                bar.update(sum(len(p["sentences"]) for p in papers))
+    finally:
+        bar.close()
+        con.close()
+    summary = {"resumed": resumed, "parts_encoded": n_new, "parts_reused": len(done),
+               "encode_seconds": round(time.perf_counter() - started, 3),
+               "files_read": stats.read, "files_skipped": stats.skipped, "skipped": stats.examples,
+               "papers": stats.docs}
+    if stop_after_parts is not None and n_new >= stop_after_parts:
+        summary["finished"] = False
+        return summary
+    summary.update(_write_index(work, nlp, settings, index_type, seed))
+    summary.update(_finish(work, index_path))
+    return summary
+
+
+def _write_index(work: Path, nlp, settings: Dict[str, Any], index_type: str, seed: int) -> Dict[str, Any]:
+    import faiss
+
+    con = _connect(work / META_FILE)
+    try:
+        parts = con.execute("SELECT part, first_id, n FROM parts ORDER BY first_id").fetchall()
+        n = sum(p[2] for p in parts)
+        if not n:
+            raise SearchIndexError("no sentence of the corpus got a vector: nothing to index")
+        blocks = [numpy.load(_part_file(work, p), allow_pickle=False) for p, _, k in parts if k]
+        vectors = l2_normalize(numpy.vstack(blocks))
+        del blocks
+        factory, params = index_factory_for(n, index_type, dim=vectors.shape[1])
+        started = time.perf_counter()
+        index = make_index(vectors, factory, seed=seed)
+        set_search_params(index, params)
+        build_seconds = time.perf_counter() - started
+        with con:
+            for column in FILTERS.values():
+                con.execute(f"CREATE INDEX IF NOT EXISTS sentences_{column} ON sentences ({column} COLLATE NOCASE)")
+    finally:
+        con.close()
+    with atomic_path(work / INDEX_FILE) as tmp:
+        faiss.write_index(index, str(tmp))
+    meta = {k: nlp.meta.get(k) for k in ("lang", "name", "version", "description")}
+    meta["components"] = list(nlp.pipe_names)
+    config = {
+        "format": FORMAT_VERSION, "pipeline": settings["pipeline"], "pipeline_meta": meta,
+        "dim": int(vectors.shape[1]), "n": int(n), "factory": factory, "params": params,
+        "metric": "inner_product (cosine of unit vectors)", "inputs": settings["inputs"],
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    atomic_write_json(work / CONFIG_FILE, config)
+    return {"n": int(n), "dim": int(vectors.shape[1]), "factory": factory,
+            "index_seconds": round(build_seconds, 3)}
+
+
+def _finish(work: Path, index_path: Path) -> Dict[str, Any]:
+    """Remove the part vectors and rename the work directory into place."""
+    shutil.rmtree(work / VECTOR_DIR, ignore_errors=True)
+    (work / BUILD_FILE).unlink(missing_ok=True)
+    old = index_path.with_name(f".old-{index_path.name}.{os.getpid()}")
+    if index_path.exists():
+        os.replace(index_path, old)
+    os.replace(work, index_path)
+    shutil.rmtree(old, ignore_errors=True)
+    config = json.loads((index_path / CONFIG_FILE).read_text(encoding="utf8"))
+    return {"index": str(index_path), "n": config["n"], "dim": config["dim"], "factory": config["factory"],
+            "finished": True}
+
+
+# -- Dask ----------------------------------------------------------------------------------------
+
+_WORKER_NLP: Dict[str, Any] = {}
+
+
+def dask_encode_task(papers: List[Dict[str, Any]], pipeline: str, batch_size: int):
+    """The per-part Dask task: encode the papers of one part (the pipeline is
+    loaded once per worker process)."""
+    if pipeline not in _WORKER_NLP:
+        _WORKER_NLP.clear()
+        _WORKER_NLP[pipeline] = load_pipeline(pipeline)
+    return encode_papers(_WORKER_NLP[pipeline], papers, batch_size=batch_size)
+
+
+def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, parts, done, work: Path, con, bar,
+              stop_after_parts: Optional[int]) -> int:
+    """Encode the pending parts on a Dask cluster (``"local"``: a LocalCluster
+    of ``workers`` processes; else a scheduler address), at most two tasks per
+    worker in flight; the client writes every part as it comes back. Workers
+    need spacy_rhetoric and the pipeline at the same path."""
+    from .corpus.runners import import_distributed
+
+    Client, LocalCluster, as_completed = import_distributed()
+    cluster = None
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                               dashboard_address=":0")
+        client = Client(cluster)
+    else:
+        client = Client(scheduler)
+    n_new = 0
+    try:
+        max_in_flight = 2 * max(1, len(client.scheduler_info().get("workers", {})) or workers)
+        futures = as_completed()
+        meta: Dict[str, Tuple[int, int, int]] = {}
+        submitted = [0]
+
+        def submit_next() -> bool:
+            for i, papers in parts:
+                n_sents = sum(len(p["sentences"]) for p in papers)
+                if i in done:
+                    bar.update(n_sents)
+                    continue
+                if stop_after_parts is not None and submitted[0] >= stop_after_parts:
+                    return False
+                fut = client.submit(dask_encode_task, papers, pipeline, batch_size, pure=False,
+                                    key=f"spacy-rhetoric-encode-{i}-{time.time_ns()}")
+                meta[fut.key] = (i, len(papers), n_sents)
+                futures.add(fut)
+                submitted[0] += 1
+                return True
+            return False
+
+        for _ in range(max_in_flight):
+            if not submit_next():
+                break
+        for fut in futures:
+            vectors, rows = fut.result()
+            i, n_papers, n_sents = meta.pop(fut.key)
+            _save_part(work, con, i, vectors, rows, n_papers)
+            n_new += 1
+            bar.update(n_sents)
+            submit_next()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return n_new
+
+
+# -- loading and searching -----------------------------------------------------------------------
+
+class RhetoricIndex:
+    """A built index: ``RhetoricIndex.load(path).search(query, k=10, label=..., section=..., paper=...)``."""
+
+    def __init__(self, path: Path, index, config: Dict[str, Any], con: sqlite3.Connection):
+        self.path = path
+        self.index = index
+        self.config = config
+        self.con = con
+        self._nlp = None
+
+    @classmethod
+    def load(cls, path: PathLike) -> "RhetoricIndex":
+        import faiss
+
+        path = check_input(path, what="index", file_ok=False, dir_ok=True)
+        for name in (CONFIG_FILE, INDEX_FILE, META_FILE):
+            if not (path / name).is_file():
+                raise SearchIndexError(f"{path} is not a spacy-rhetoric index: {name} is missing")
+        try:
+            config = json.loads((path / CONFIG_FILE).read_text(encoding="utf8"))
+        except ValueError as err:
+            raise SearchIndexError(f"{path / CONFIG_FILE}: invalid JSON ({err})") from err
+        try:
+            index = faiss.read_index(str(path / INDEX_FILE))
+        except RuntimeError as err:
+            raise SearchIndexError(f"{path / INDEX_FILE}: cannot read the faiss index ({err})") from err
+        set_search_params(index, config.get("params", {}))
+        con = sqlite3.connect(f"file:{path / META_FILE}?mode=ro", uri=True)
+        con.row_factory = sqlite3.Row
+        n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        if n_rows != index.ntotal:
+            raise SearchIndexError(f"{path}: the metadata store has {n_rows} sentences but the index {index.ntotal}")
+        return cls(path, index, config, con)
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @property
+    def nlp(self):
+        """The pipeline the index was built with (loaded on first use)."""
+        if self._nlp is None:
+            self._nlp = load_pipeline(self.config["pipeline"])
+        return self._nlp
+
+    def encode(self, texts: Union[str, Sequence[str]]) -> numpy.ndarray:
+        """Vectors ``[n, d]`` of query sentences, each encoded as a one-sentence Doc."""
+        from .readers.common import doc_from_sentences, sentence_splitters
+
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+            raise SearchIndexError("a query must be a non-empty sentence")
+        nlp = self.nlp
+        docs = [doc_from_sentences(nlp, [t]) for t in texts]
+        with nlp.select_pipes(disable=sentence_splitters(nlp)):
+            docs = list(nlp.pipe(docs))
+        out = []
+        for text, doc in zip(texts, docs):
+            vector = ext.get_span_value(doc[:], ext.VECTOR)
+            if vector is None:
+                raise SearchIndexError(f"the pipeline gave no rhetoric_vector for the query {text!r}")
+            out.append(vector)
+        return numpy.vstack(out).astype("float32")
+
+    def record(self, id_: int) -> Hit:
+        row = self.con.execute("SELECT * FROM sentences WHERE id = ?", (int(id_),)).fetchone()
+        if row is None:
+            raise KeyError(id_)
+        return _row_hit(row, float("nan"))
+
+    def vector(self, id_: int) -> numpy.ndarray:
+        return self.index.reconstruct(int(id_))
+
+    def allowed_ids(self, *, label: Optional[str] = None, section: Optional[str] = None,
+                    paper: Optional[str] = None) -> Optional[numpy.ndarray]:
+        """Ids matching the filters (case-insensitive), or None without filters."""
+        where, args = [], []
+        for column, value in (("label", label), ("section", section), ("paper", paper)):
+            if value is not None:
+                where.append(f"{column} = ? COLLATE NOCASE")
+                args.append(value)
+        if not where:
+            return None
+        rows = self.con.execute(f"SELECT id FROM sentences WHERE {' AND '.join(where)}", args).fetchall()
+        return numpy.asarray([r[0] for r in rows], dtype="int64")
+
+    def search(self, query: Union[str, Sequence[float], numpy.ndarray], k: int = 10, *,
+               label: Optional[str] = None, section: Optional[str] = None,
+               paper: Optional[str] = None) -> List[Hit]:
+        """The ``k`` indexed sentences most similar to ``query`` (a sentence,
+        encoded with the index's pipeline, or a vector), best first, among
+        those with the given label, section and paper."""
+        if k < 1:
+            raise SearchIndexError(f"k must be at least 1, got {k}")
+        q = self.encode(query) if isinstance(query, str) else as_matrix(numpy.asarray(query, "float32").reshape(1, -1))
+        if q.shape[1] != self.index.d:
+            raise SearchIndexError(f"the query vector has {q.shape[1]} dimensions, the index {self.index.d}")
+        q = l2_normalize(q)
+        allowed = self.allowed_ids(label=label, section=section, paper=paper)
+        if allowed is not None and not len(allowed):
+            return []
+        if allowed is not None and len(allowed) <= SUBSET_EXACT_MAX:
+            vectors = numpy.vstack([self.index.reconstruct_batch(allowed[s:s + 10_000])
+                                    for s in range(0, len(allowed), 10_000)])
+            sims = vectors @ q[0]
+            order = numpy.lexsort((allowed, -sims))[:k]
+            ids, scores = allowed[order], sims[order]
+        else:
+            ids, scores = self._faiss_search(q, k, allowed)
+        hits = []
+        for id_, score in zip(ids, scores):
+            if id_ >= 0:
+                row = self.con.execute("SELECT * FROM sentences WHERE id = ?", (int(id_),)).fetchone()
+                hits.append(_row_hit(row, score))
+        return hits
+
+    def _faiss_search(self, q: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray]):
+        import faiss
+
+        k = min(k, self.index.ntotal)
+        if allowed is None:
+            scores, ids = self.index.search(q, k)
+            return ids[0], scores[0]
+        selector = faiss.IDSelectorBatch(allowed)
+        params = faiss.SearchParameters(sel=selector)
+        hnsw = faiss.downcast_index(self.index)
+        if hasattr(hnsw, "hnsw"):
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(k, hnsw.hnsw.efSearch))
+        elif faiss.try_extract_index_ivf(self.index) is not None:
+            params = faiss.SearchParametersIVF(sel=selector, nprobe=faiss.try_extract_index_ivf(self.index).nprobe)
+        scores, ids = self.index.search(q, k, params=params)
+        return ids[0], scores[0]
+
+    def close(self) -> None:
+        self.con.close()
