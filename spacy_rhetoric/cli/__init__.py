@@ -33,6 +33,10 @@ COMMAND_MODULES = [
     "spacy_rhetoric.cli.split",
     "spacy_rhetoric.cli.assemble",
     "spacy_rhetoric.cli.demo",
+    "spacy_rhetoric.cli.index",
+    "spacy_rhetoric.cli.search",
+    "spacy_rhetoric.cli.render",
+    "spacy_rhetoric.cli.map",
 ]
 
 
