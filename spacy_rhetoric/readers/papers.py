@@ -28,7 +28,7 @@ from spacy.tokens import Doc
 
 from .. import extensions
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
-from .fulltext import Paper, paper_doc, xml_root_name
+from .fulltext import CITATIONS_KEY, Paper, paper_doc, xml_root_name
 from .jats import parse_jats
 from .s2orc import S2ORC_KEYS, load_json, parse_s2orc
 from .tei import parse_tei
@@ -146,6 +146,7 @@ def _clscisumm_doc(path: Path, nlp: Language) -> Doc:
                              doc_id=paper.paper_id)
     headings = ["Abstract" if s.section == ABSTRACT else s.section for s in sents]
     extensions.set_span_values(doc, extensions.HEADING, list(doc.sents), headings)
+    doc.spans[CITATIONS_KEY] = []  # the XML marks no citations
     if paper.title:
         extensions.set_doc_value(doc, extensions.TITLE, paper.title)
     return doc
