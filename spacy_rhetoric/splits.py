@@ -8,25 +8,63 @@ to TRAIN, the rest to TEST. No id is on both sides. This is the split
 ``benchmarks/bench_embeddings.py`` uses for PMC-Sents-FULL, so models trained
 on TRAIN are scored on the same test articles as the baseline rows there.
 A doc without an id is an error (the split could not keep it disjoint).
-Command line: ``spacy-rhetoric split``. The same function splits the distant
-set of ``spacy-rhetoric label`` by paper (``corpus.merge.valid_papers``).
+Command line: ``spacy-rhetoric split``.
+
+With ``labels`` (one per item of ``ids``), the split is also stratified by
+label: sklearn's ``StratifiedGroupKFold`` (groups = ids) with
+``round(1 / (1 - share))`` folds, shuffled with ``seed``; fold 0 is the test
+side. The distant set of ``spacy-rhetoric label`` is split this way by paper
+(``corpus.merge.valid_papers``), so rare communicative functions are on both
+sides as far as whole papers allow. When no label has a member per fold (tiny
+corpora) it falls back to ``GroupKFold``; with fewer than 2 groups everything
+is train.
 """
+import warnings
+from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .io import atomic_path, check_input, check_outputs
 
 
-def split_doc_ids(ids: List[str], *, share: float = 0.8, seed: int = 0) -> Tuple[List[str], List[str]]:
-    """(train ids, test ids) of the sorted distinct ``ids`` (see module doc)."""
+def split_doc_ids(ids: Sequence[str], *, share: float = 0.8, seed: int = 0,
+                  labels: Optional[Sequence[str]] = None) -> Tuple[List[str], List[str]]:
+    """(train ids, test ids) of the sorted distinct ``ids`` (see module doc);
+    stratified by ``labels`` (one per item of ``ids``) when given."""
     import numpy
 
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be between 0 and 1, got {share}")
+    if labels is not None:
+        return _stratified_group_split(list(ids), list(labels), share=share, seed=seed)
     distinct = sorted(set(ids))
     perm = numpy.random.default_rng(seed).permutation(len(distinct))
     n_train = int(round(share * len(distinct)))
     return [distinct[i] for i in perm[:n_train]], [distinct[i] for i in perm[n_train:]]
+
+
+def _stratified_group_split(ids: List[str], labels: List[str], *, share: float,
+                            seed: int) -> Tuple[List[str], List[str]]:
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+
+    if len(ids) != len(labels):
+        raise ValueError(f"split_doc_ids: {len(ids)} ids but {len(labels)} labels")
+    groups = sorted(set(ids))
+    if len(groups) < 2:
+        return groups, []
+    n_splits = min(len(groups), max(2, int(round(1.0 / (1.0 - share)))))
+    X = [[0]] * len(labels)
+    if Counter(labels).most_common(1)[0][1] < n_splits:
+        splitter = GroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    else:
+        splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():
+        # "The least populated class in y has only k members": rare labels
+        # simply cannot be in every fold.
+        warnings.simplefilter("ignore", UserWarning)
+        _, test_idx = next(iter(splitter.split(X, labels, ids)))
+    test = {ids[i] for i in test_idx}
+    return [g for g in groups if g not in test], sorted(test)
 
 
 def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: float = 0.8,

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy
 import pytest
 import srsly
 from spacy.tokens import DocBin
@@ -170,19 +171,41 @@ def test_split_by_paper(reference):
 
 
 def test_split_is_split_doc_ids_by_paper(reference):
-    """The label split is the split of `spacy-rhetoric split`: the validation
-    papers are the test side of split_doc_ids(paper ids, 1 - valid_fraction)."""
+    """The label split is splits.split_doc_ids by paper, stratified by label:
+    the validation papers are its test side with share 1 - valid_fraction."""
     out, summary = reference
     rows = [json.loads(l) for n in ("train", "valid") for l in (out / f"{n}.jsonl").read_text().splitlines()]
     papers = [r["paper_id"] for r in rows]
-    expected = set(split_doc_ids(papers, share=0.8, seed=0)[1])
+    labels = [r["label"] for r in rows]
+    expected = set(split_doc_ids(papers, share=0.8, seed=0, labels=labels)[1])
     assert {r["paper_id"] for r in rows if r["split"] == "valid"} == expected
-    assert set(valid_papers(papers, seed=0, valid_fraction=0.2)) == expected
-    assert summary["split"]["valid_papers"] == len(expected) == round(0.2 * len(set(papers)))
-    # seeded, order-free and reproducible
-    assert valid_papers(list(reversed(papers)), seed=0) == valid_papers(papers, seed=0)
-    assert set(valid_papers(papers, seed=1)) != expected
-    assert valid_papers(["a", "a"], seed=0) == []  # one paper: everything is training data
+    assert set(valid_papers(papers, labels, seed=0, valid_fraction=0.2)) == expected
+    assert summary["split"]["valid_papers"] == len(expected)
+    # seeded and reproducible
+    assert valid_papers(papers, labels, seed=0) == valid_papers(papers, labels, seed=0)
+    assert valid_papers(["a", "a"], ["x", "y"], seed=0) == []  # one paper: everything is training data
+
+
+def test_stratified_split_keeps_labels_on_both_sides():
+    """With labels, every label that has a sentence in each of the 5 folds'
+    worth of papers is on both sides (the plain id shuffle can leave a rare
+    label out of validation); papers never straddle the split."""
+    rng = numpy.random.default_rng(0)
+    ids, labels = [], []
+    for p in range(100):
+        rare = p % 10 == 0  # 10 papers carry the rare label
+        for _ in range(int(rng.integers(3, 8))):
+            ids.append(f"P{p:03d}")
+            labels.append("rare" if rare and rng.random() < 0.5 else str(rng.integers(0, 3)))
+    for seed in range(5):
+        train, test = split_doc_ids(ids, share=0.8, seed=seed, labels=labels)
+        assert not set(train) & set(test) and len(train) + len(test) == 100
+        test_set = set(test)
+        test_labels = {lab for i, lab in zip(ids, labels) if i in test_set}
+        train_labels = {lab for i, lab in zip(ids, labels) if i not in test_set}
+        assert test_labels == train_labels == {"0", "1", "2", "rare"}
+        n_test = sum(i in test_set for i in ids)
+        assert 0.1 < n_test / len(ids) < 0.3
 
 
 def test_resume_after_interruption(corpus, reference, tmp_path):

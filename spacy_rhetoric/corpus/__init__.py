@@ -45,10 +45,10 @@ Modules, one per concern:
     input-key order, sentences in source order. De-duplication is by
     normalised text (Unicode NFKC, case-folded, whitespace collapsed); the
     FIRST copy in that order is kept. The kept sentences are split by paper
-    with ``spacy_rhetoric.splits.split_doc_ids`` (the split of ``spacy-rhetoric
-    split``): sorted paper ids shuffled with ``seed``, the first
-    ``round((1 - valid_fraction) * papers)`` train, the rest validation. Each
-    paper is entirely on one side. Outputs are written atomically.
+    with ``spacy_rhetoric.splits.split_doc_ids``, stratified by label
+    (StratifiedGroupKFold, ``round(1 / valid_fraction)`` folds, fold 0 is
+    validation). Each paper is entirely on one side. Outputs are written
+    atomically.
 ``build``
     ``build_corpus``: arguments and paths checked before any work, discovery,
     labeling, merge, ``summary.json``.

@@ -1,6 +1,6 @@
 """The merge of a build (deterministic, rerun in full on every build): shards
 in input-key order, de-duplication, the document-disjoint split
-(``splits.split_doc_ids`` by paper id, the split of ``spacy-rhetoric split``)
+(``splits.split_doc_ids`` by paper id, stratified by label)
 and the train/valid ``.jsonl`` + ``.spacy`` outputs, each written to a
 temporary file and renamed into place."""
 import hashlib
@@ -46,10 +46,12 @@ def _dedup(records: Iterable[Dict[str, Any]], counter: Counter) -> Iterator[Dict
         yield rec
 
 
-def valid_papers(papers: Sequence[str], *, seed: int = 0, valid_fraction: float = 0.2) -> List[str]:
-    """The validation papers: the test side of ``split_doc_ids`` with a train
-    share of ``1 - valid_fraction`` of the distinct paper ids."""
-    return split_doc_ids(list(papers), share=1.0 - valid_fraction, seed=seed)[1]
+def valid_papers(papers: Sequence[str], labels: Sequence[str], *, seed: int = 0,
+                 valid_fraction: float = 0.2) -> List[str]:
+    """The validation papers: the test side of ``split_doc_ids`` (one item per
+    kept sentence, grouped by paper, stratified by label) with a train share
+    of ``1 - valid_fraction``."""
+    return split_doc_ids(list(papers), share=1.0 - valid_fraction, seed=seed, labels=list(labels))[1]
 
 
 def record_doc(nlp: Language, rec: Dict[str, Any]) -> Doc:
@@ -87,10 +89,13 @@ def merge_shards(
     """De-duplicate, split and write train/valid JSONL + .spacy. Two passes
     over the shards; memory holds one hash and paper id per kept sentence."""
     counts: Counter = Counter()
-    papers = [rec["paper_id"] for rec in _dedup(_iter_shard_records(shard_dir, inputs), counts)]
+    papers, labels = [], []
+    for rec in _dedup(_iter_shard_records(shard_dir, inputs), counts):
+        papers.append(rec["paper_id"])
+        labels.append(rec["label"])
     n_papers = len(set(papers))
-    valid = set(valid_papers(papers, seed=seed, valid_fraction=valid_fraction))
-    del papers
+    valid = set(valid_papers(papers, labels, seed=seed, valid_fraction=valid_fraction))
+    del papers, labels
 
     outputs = output_paths(out_dir)
     docbins = {name: DocBin(attrs=["ORTH", "SENT_START"], store_user_data=True) for name in OUTPUT_NAMES}
@@ -115,8 +120,8 @@ def merge_shards(
             tmp.write_bytes(docbins[name].to_bytes())
     total = per_label["train"] + per_label["valid"]
     split_info = {
-        "method": "spacy_rhetoric.splits.split_doc_ids (sorted paper ids shuffled with seed; "
-                  "the first round((1 - valid_fraction) * papers) are training papers)",
+        "method": "spacy_rhetoric.splits.split_doc_ids by paper, stratified by label "
+                  "(sklearn StratifiedGroupKFold, round(1 / valid_fraction) folds, fold 0 = validation)",
         "seed": seed,
         "valid_fraction": valid_fraction,
     }
