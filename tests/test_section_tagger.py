@@ -208,7 +208,8 @@ def test_initialize_to_disk_and_load(tmp_path):
     packaged = tagger.model.to_dict()
     nlp.initialize(lambda: [])  # no headings_path: the packaged classifier stays
     assert tagger.model.to_dict() == packaged
-    tagger.initialize(headings_path=tsv)
+    nlp.config["initialize"]["components"]["rhetoric_section_tagger"] = {"headings_path": str(tsv)}
+    nlp.initialize()  # as spacy train does, from [initialize.components.rhetoric_section_tagger]
     assert tagger.model.info["n_train"] == 13  # facet E dropped
     headings = ["Parsing model", "Ablations", "Query language", "Zebra crossing"]
     before = tagger.tag_headings(headings)
