@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 import spacy
 from spacy.language import Language
 
-from .extensions import VECTOR
+from .extensions import VECTOR, restore_hooks_in_pipe
 from .io import PathError, atomic_dir, check_input, check_output
 from .util import load_parser
 
@@ -160,6 +160,7 @@ def assemble(
         nlp.add_pipe(name, name=new_name, source=source_nlp)
         report[new_name] = f"from {where}" + (f" (own copy of {', '.join(detached)})" if detached else "")
     check_fields(nlp)
+    restore_hooks_in_pipe(nlp)  # a sourced encoder: no factory call
     nlp.meta["description"] = describe(nlp, parser_name)
     doc = nlp(SMOKE_TEXT)
     if not list(doc.sents):

@@ -11,9 +11,12 @@ keyed by the sentence's token offsets. The extensions below are read-only
 getters over that store, so the values survive ``DocBin(store_user_data=True)``
 and ``Doc.to_bytes``/``nlp.to_disk`` round trips.
 """
+import warnings
+from itertools import chain
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
+from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 STORE_KEY = "spacy_rhetoric"
@@ -244,6 +247,42 @@ def restore_vector_hooks(docs: Union[Doc, Iterable[Doc]]) -> Union[Doc, List[Doc
             install_vector_hooks(docs)
         return docs
     return [restore_vector_hooks(doc) for doc in docs]
+
+
+class RestoreHooksPipe:
+    """``nlp.pipe`` of a pipeline with the encoder: ``Language.pipe`` plus
+    ``restore_vector_hooks`` on every doc it yields. With ``n_process > 1``
+    spaCy rebuilds each doc from bytes in the calling process
+    (``Language._multiprocessing_pipe``) and hooks are not serialised, so
+    ``sent.vector`` / ``sent.similarity`` would otherwise fall back to other
+    numbers (``doc.tensor`` rows, or 0.0)."""
+
+    def __init__(self, nlp: Language) -> None:
+        self.nlp = nlp
+
+    def __call__(self, texts, *args, **kwargs):
+        items = type(self.nlp).pipe(self.nlp, texts, *args, **kwargs)
+        with warnings.catch_warnings():
+            # The worker processes (forked by the first next()) serialise the
+            # docs and spaCy would warn that the hooks are lost (W109): they
+            # are restored here, so the workers do not say so.
+            warnings.filterwarnings("ignore", message=r"\[W109\]")
+            first = next(items, None)
+        if first is None:
+            return
+        for item in chain([first], items):
+            restore_vector_hooks(item[0] if isinstance(item, tuple) else item)
+            yield item
+
+
+def restore_hooks_in_pipe(nlp: Language) -> Language:
+    """Give ``nlp`` the ``pipe`` of ``RestoreHooksPipe`` (idempotent). The
+    factory does it; a pipeline that gets the encoder with
+    ``nlp.add_pipe(..., source=other)`` (no factory call) needs it in memory,
+    ``spacy.load`` of the saved pipeline does it again."""
+    if not isinstance(nlp.__dict__.get("pipe"), RestoreHooksPipe):
+        nlp.pipe = RestoreHooksPipe(nlp)
+    return nlp
 
 
 def _make_getter(field: str):

@@ -481,6 +481,21 @@ def test_vector_hooks_with_n_process(trained):
     check_encoder_numbers(doc)
 
 
+def test_sourced_encoder_and_restore_hooks_in_pipe(trained):
+    """add_pipe(source=...) does not call the factory, so the new pipeline
+    gets the hook-restoring pipe from restore_hooks_in_pipe (as assemble does)."""
+    nlp, _ = trained
+    nlp2 = spacy.blank("en")
+    nlp2.add_pipe("sentencizer")
+    nlp2.add_pipe("rhetoric_sentence_encoder", source=nlp)
+    assert "pipe" not in nlp2.__dict__
+    assert spacy_rhetoric.extensions.restore_hooks_in_pipe(nlp2) is nlp2
+    pipe = nlp2.pipe
+    assert spacy_rhetoric.extensions.restore_hooks_in_pipe(nlp2).pipe is pipe  # idempotent
+    for doc in nlp2.pipe([texts()[0]] * 2, n_process=2):
+        check_encoder_numbers(doc)
+
+
 def test_similarity_needs_encoder_vectors_on_both_sides(trained):
     nlp, _ = trained
     doc = nlp(texts()[0])

@@ -22,7 +22,7 @@ vectors), and gets ``sent.vector`` / ``sent.similarity`` back with
 ``spacy_rhetoric.restore_vector_hooks(docs)``. ``nlp.pipe(...,
 n_process>1)`` (whose docs spaCy rebuilds from bytes) and
 ``process_long_text`` restore them themselves: the factory gives its ``nlp``
-a ``pipe`` that does (``RestoreHooksPipe``).
+a ``pipe`` that does (``extensions.restore_hooks_in_pipe``).
 
 Loss parameters (class weights of softmax / ArcFace) are torch parameters
 outside the thinc model: they get their own torch Adam optimizer
@@ -30,8 +30,6 @@ outside the thinc model: they get their own torch Adam optimizer
 ``to_disk``/``to_bytes``).
 """
 import io
-import warnings
-from itertools import chain
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
@@ -50,6 +48,7 @@ from ..extensions import (  # noqa: F401  (the hook functions' old import place)
     VECTOR,
     get_span_value,
     install_vector_hooks,
+    restore_hooks_in_pipe,
     restore_vector_hooks,
     rhetoric_similarity,
     sentence_similarity_hook,
@@ -178,8 +177,7 @@ def make_sentence_encoder(
         own parameters (class weights of softmax / ArcFace).
     label_field: the per-sentence gold field of the reference Doc.
     """
-    if not isinstance(nlp.__dict__.get("pipe"), RestoreHooksPipe):
-        nlp.pipe = RestoreHooksPipe(nlp)
+    restore_hooks_in_pipe(nlp)
     return SentenceEncoder(
         nlp.vocab,
         model,
@@ -189,32 +187,6 @@ def make_sentence_encoder(
         label_field=label_field,
         scorer=scorer,
     )
-
-
-class RestoreHooksPipe:
-    """``nlp.pipe`` of a pipeline with the encoder: ``Language.pipe`` plus
-    ``restore_vector_hooks`` on every doc it yields. With ``n_process > 1``
-    spaCy rebuilds each doc from bytes in the calling process
-    (``Language._multiprocessing_pipe``) and hooks are not serialised, so
-    ``sent.vector`` / ``sent.similarity`` would otherwise fall back to other
-    numbers (``doc.tensor`` rows, or 0.0)."""
-
-    def __init__(self, nlp: Language) -> None:
-        self.nlp = nlp
-
-    def __call__(self, texts, *args, **kwargs):
-        items = type(self.nlp).pipe(self.nlp, texts, *args, **kwargs)
-        with warnings.catch_warnings():
-            # The worker processes (forked by the first next()) serialise the
-            # docs and spaCy would warn that the hooks are lost (W109): they
-            # are restored here, so the workers do not say so.
-            warnings.filterwarnings("ignore", message=r"\[W109\]")
-            first = next(items, None)
-        if first is None:
-            return
-        for item in chain([first], items):
-            restore_vector_hooks(item[0] if isinstance(item, tuple) else item)
-            yield item
 
 
 class SentenceEncoder(SentencePipe):
