@@ -159,6 +159,18 @@ def test_evaluate_empty_set_is_nothing_done(tmp_path, model_dir):
     code, text = run("evaluate", model_dir, tmp_path / "empty.spacy", "-o", tmp_path / "r.json")
     assert code == 1 and "Nothing done" in text and "no sentences with a gold label" in text
     assert not (tmp_path / "r.json").exists()
+    dev = gold_file(tmp_path / "dev.spacy", COARSE)
+    code, text = run("evaluate", model_dir, dev, "--train", tmp_path / "empty.spacy")
+    assert code == 1 and "--train" in text and "no sentences with a gold label" in text
+    assert "Evaluating" not in text
+    # A pipeline that sets neither vectors nor labels measures nothing.
+    blank = tmp_path / "blank"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.to_disk(blank)
+    code, text = run("evaluate", blank, dev, "-o", tmp_path / "r.json")
+    assert code == 1 and "Nothing done: no model gave sentence vectors" in text
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_evaluate_unknown_label_field_is_an_error(tmp_path, model_dir):

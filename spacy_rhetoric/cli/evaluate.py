@@ -20,7 +20,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import guard, non_negative_int, nothing_done, positive_int
+from .common import fail, guard, non_negative_int, nothing_done, positive_int
 
 BASELINE_ALIASES = {"raw-minilm": "raw:sentence-transformers/all-MiniLM-L6-v2"}
 RAW_PREFIX = "raw:"
@@ -246,6 +246,8 @@ def evaluate_cli(
     n_gold = sum(len(evaluation.gold_sentences(doc)) for doc in dev_docs)
     if not n_gold:
         nothing_done(f"{dev_path} has no sentences with a gold label ({len(dev_docs)} docs)")
+    if train_docs is not None and not any(evaluation.gold_sentences(doc) for doc in train_docs):
+        fail(f"evaluate: --train {train} has no sentences with a gold label ({len(train_docs)} docs)")
     msg.info(f"{len(dev_docs)} dev docs, {n_gold} labelled sentences"
              + (f"; {len(train_docs)} train docs" if train_docs else ""))
     models: Dict[str, Dict[str, Any]] = {}
