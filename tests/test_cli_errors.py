@@ -62,6 +62,9 @@ def test_convert_nothing_usable_fails_without_output(tmp_path, content, why):
 
 def test_convert_bad_paths(tmp_path):
     src = write_jsonl(tmp_path / "a.jsonl", [CSABSTRUCT])
+    (tmp_path / "no_topics").mkdir()
+    code, text = run("convert", "clscisumm", tmp_path / "no_topics", tmp_path / "o.spacy")
+    assert code == 1 and "Nothing done: no clscisumm input found in the folder" in text
     code, text = run("convert", "csabstruct", tmp_path / "missing.jsonl", tmp_path / "o.spacy")
     assert code == 1 and "not found" in text and "missing.jsonl" in text
     code, text = run("convert", "csabstruct", tmp_path, tmp_path / "o.spacy")

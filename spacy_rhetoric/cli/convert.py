@@ -93,7 +93,9 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
 
 def _nothing_reason(fmt: str, input_path: Path, stats) -> str:
     if not stats.read:
-        return f"{input_path} holds no records (empty file or no topics)"
+        if input_path.is_dir():
+            return f"no {fmt} input found in the folder {input_path}"
+        return f"{input_path} holds no records (empty file)"
     reasons = ", ".join(f"{reason} x{n}" for reason, n in stats.reasons.most_common(3))
     return (f"none of the {stats.read} records of {input_path} is usable as {fmt} "
             f"({reasons}); is it a {fmt} file? e.g. {stats.examples[0] if stats.examples else ''}")
