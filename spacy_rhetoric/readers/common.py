@@ -5,6 +5,10 @@
   and a doc id written through :mod:`spacy_rhetoric.extensions`.
 * :func:`iter_jsonl` iterates over a JSON-lines file and reports ``file:line``
   for invalid JSON; :func:`require` checks a record's fields the same way.
+* :func:`labelled_sentence_docs` turns Docs into one Doc per labelled
+  sentence (the sentence-level unit of training and evaluation);
+  :func:`sentence_splitters` names the components to skip on Docs whose
+  boundaries are preset.
 * :class:`ReadStats` counts records read, records/docs written and records
   skipped (with reasons) and prints a one-line summary, so that
   ``records read == records used + records skipped`` always holds and nothing
