@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "spacy_rhetoric.cli.search",
     "spacy_rhetoric.cli.render",
     "spacy_rhetoric.cli.map",
+    "spacy_rhetoric.cli.annotate",
 ]
 
 

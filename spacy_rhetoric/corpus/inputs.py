@@ -2,19 +2,20 @@
 order and shard name) and a fingerprint of its content (so an edited input
 gets a new shard instead of reusing the stale one). The files a build writes
 (shards, train/valid outputs, summary, config) are never inputs found in a
-directory, so ``label DIR -o DIR/out`` run twice reads the same inputs."""
+directory, so ``label DIR -o DIR/out`` run twice reads the same inputs.
+``annotate`` finds its inputs here too (its own ``kind_of``)."""
 import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from ..readers.label_inputs import SUFFIXES, input_kind
-from .settings import CONFIG_FILE, OUTPUT_NAMES, SHARD_DIR, SUMMARY_FILE, CorpusBuildError
+from .settings import ANNOTATION_FILES, CONFIG_FILE, OUTPUT_NAMES, SHARD_DIR, SUMMARY_FILE, CorpusBuildError
 
-BUILD_FILES = frozenset([CONFIG_FILE, SUMMARY_FILE] + [f"{name}.{ext}" for name in OUTPUT_NAMES
-                                                       for ext in ("jsonl", "spacy")])
+BUILD_FILES = frozenset([CONFIG_FILE, SUMMARY_FILE, *ANNOTATION_FILES]
+                        + [f"{name}.{ext}" for name in OUTPUT_NAMES for ext in ("jsonl", "spacy")])
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class InputFile:
 
     key: str
     path: Path
-    kind: str  # "xml", "txt", "jsonl", "spacy"
+    kind: str  # "xml", "txt", "jsonl", "spacy" (label); a format name (annotate)
     fingerprint: str = ""  # sha1 of the file's bytes
 
     @property
@@ -90,6 +91,9 @@ def discover_inputs(
     *,
     limit: int = 0,
     exclude: Sequence[Union[str, Path]] = (),
+    kind_of: Callable[[Path], Optional[str]] = input_kind,
+    expected: str = ", ".join(SUFFIXES),
+    skip_hidden: bool = False,
 ) -> List[InputFile]:
     """Expand the given files/directories into input files, sorted by key.
 
@@ -101,29 +105,31 @@ def discover_inputs(
     a directory, the files of any label build (``build_dir_of``) are left
     out; a file argument that is an output of a build to ``exclude`` (the
     build being started) is an error. ``limit``: the first N inputs by key
-    (0 = all); only those are fingerprinted.
+    (0 = all); only those are fingerprinted. ``kind_of(path)``: an input's
+    kind, None for a file that is not an input (default: label's suffixes,
+    ``expected`` describes them in errors); ``skip_hidden``: leave out files
+    with a hidden part below a directory argument.
     """
     excluded = [Path(d).resolve() for d in exclude]
     found: Dict[str, InputFile] = {}
     for arg in paths:
         arg = Path(arg)
         if arg.is_dir():
-            below = [p for p in _walk_files(arg) if build_dir_of(p) is None and not _own_output(p, excluded)]
+            below = [p for p in _walk_files(arg) if build_dir_of(p) is None and not _own_output(p, excluded)
+                     and not (skip_hidden and any(part.startswith(".") for part in p.relative_to(arg).parts))]
             if any(p.parent.name == "Reference_XML" and p.suffix == ".xml" for p in below):
                 files = [p for p in _clscisumm_reference_xmls(arg) if build_dir_of(p) is None]
             else:
-                files = [p for p in below if input_kind(p)]
+                files = [p for p in below if kind_of(p)]
             items = [(p.relative_to(arg).as_posix(), p) for p in files]
             if not items:
                 raise CorpusBuildError(
-                    f"{arg}: directory holds no input files ({', '.join(SUFFIXES)} or "
+                    f"{arg}: directory holds no input files ({expected} or "
                     "CL-SciSumm */Reference_XML/*.xml; the outputs of a label build are never inputs)"
                 )
         elif arg.is_file():
-            if not input_kind(arg):
-                raise CorpusBuildError(
-                    f"{arg}: unsupported input type (expected one of {', '.join(SUFFIXES)})"
-                )
+            if not kind_of(arg):
+                raise CorpusBuildError(f"{arg}: unsupported input type (expected one of {expected})")
             if _own_output(arg, excluded):
                 raise CorpusBuildError(
                     f"{arg}: input is an output of this build (in {arg.parent}); "
@@ -138,7 +144,7 @@ def discover_inputs(
                     f"two inputs have the same key {key!r}: {found[key].path} and {path}; "
                     "pass their common parent directory instead"
                 )
-            found[key] = InputFile(key=key, path=path, kind=input_kind(path))
+            found[key] = InputFile(key=key, path=path, kind=kind_of(path))
     inputs = [found[k] for k in sorted(found)]
     if limit and limit > 0:
         inputs = inputs[:limit]

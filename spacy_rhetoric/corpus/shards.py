@@ -2,35 +2,16 @@
 line with the input's counts, then one line per labeled sentence. A shard is
 the done-marker of its input (the content hash in its name makes an edited
 input a new unit of work); it is written to a temporary file and renamed into
-place, and replaces the shards of earlier versions of the same input."""
+place, and replaces the shards of earlier versions of the same input. A
+shard may have a companion DocBin (``<shard name>.spacy``, ``annotate
+--spacy``), written before the shard itself."""
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..io import atomic_write_lines
+from ..io import atomic_path, atomic_write_lines
 from ..readers.label_inputs import ReadResult
 from .inputs import InputFile
-
-
-class ShardBuffer:
-    """The labeled records of one input while its sentences are in flight."""
-
-    __slots__ = ("inp", "read", "expected", "received", "records", "n_words")
-
-    def __init__(self, inp: InputFile, read: ReadResult):
-        self.inp = inp
-        self.read = read
-        self.expected = sum(1 for s in read.sentences if s["text"])
-        self.received = 0
-        self.records: List[Dict[str, Any]] = []
-        self.n_words = 0
-
-    @property
-    def complete(self) -> bool:
-        return self.received >= self.expected
-
-    def header(self) -> Dict[str, Any]:
-        return shard_header(self.inp, self.read, self.expected, self.n_words, len(self.records))
 
 
 def shard_header(inp: InputFile, read: ReadResult, n_sentences: int, n_words: int,
@@ -55,12 +36,24 @@ def shard_path(shard_dir: Path, inp: InputFile) -> Path:
     return shard_dir / inp.shard_name
 
 
+def shard_docs_path(shard_dir: Path, inp: InputFile) -> Path:
+    """The companion DocBin of an input's shard."""
+    return shard_path(shard_dir, inp).with_suffix(".spacy")
+
+
 def write_shard(shard_dir: Path, inp: InputFile, header: Dict[str, Any],
-                records: List[Dict[str, Any]]) -> Path:
+                records: List[Dict[str, Any]], docs: Optional[bytes] = None) -> Path:
+    """Write an input's shard (and first its companion DocBin ``docs``, given
+    as ``DocBin.to_bytes()``); remove the shards of earlier versions."""
     path = shard_path(shard_dir, inp)
+    keep = {path}
+    if docs is not None:
+        keep.add(shard_docs_path(shard_dir, inp))
+        with atomic_path(shard_docs_path(shard_dir, inp)) as tmp:
+            tmp.write_bytes(docs)
     atomic_write_lines(path, [header] + [dict(r, input=inp.key) for r in records])
-    for stale in shard_dir.glob(f"{inp.shard_prefix}*.jsonl"):  # earlier versions of the input
-        if stale != path:
+    for stale in shard_dir.glob(f"{inp.shard_prefix}*"):  # earlier versions of the input
+        if stale not in keep and stale.suffix in (".jsonl", ".spacy"):
             stale.unlink()
     return path
 

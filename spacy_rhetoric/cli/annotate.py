@@ -1,0 +1,67 @@
+"""``spacy-rhetoric annotate``: run a trained pipeline over papers and write
+one JSONL record per sentence (and/or the annotated Docs).
+
+A thin wrapper around :func:`spacy_rhetoric.annotate.annotate_corpus` (see
+:mod:`spacy_rhetoric.annotate`: formats, records, sentence boundaries, resume,
+Dask)."""
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from wasabi import msg
+
+from . import app
+from .common import guard, non_negative_int, nothing_done, positive_int
+
+
+def _check_format(value: str) -> str:
+    from ..annotate import ANNOTATE_FORMATS
+
+    if value not in ANNOTATE_FORMATS:
+        raise typer.BadParameter(f"unknown format {value!r}; choose from: {', '.join(ANNOTATE_FORMATS)}")
+    return value
+
+
+@app.command("annotate")
+def annotate_command(
+    pipeline: str = typer.Argument(..., help="Trained pipeline: a directory (nlp.to_disk, spacy train output) or an installed package"),
+    inputs: List[Path] = typer.Argument(
+        ..., help="Paper files or folders (searched recursively, hidden files left out): GROBID TEI, JATS, "
+        "S2ORC JSON, text/Markdown, CL-SciSumm XML (a CL-SciSumm root: its reference papers), .spacy"),
+    output: Path = typer.Option(..., "--output", "-o", help="Output directory (annotations.jsonl, annotations.spacy, shards/, summary.json)"),
+    fmt: str = typer.Option("auto", "--format", "-f", callback=_check_format,
+                            help="Input format: auto (detected per file by content), tei, jats, s2orc, text, clscisumm or spacy"),
+    vectors: bool = typer.Option(False, "--vectors", help="Add each sentence's encoder vector to its record"),
+    spacy_out: bool = typer.Option(False, "--spacy", help="Also write the annotated Docs to annotations.spacy"),
+    jsonl: bool = typer.Option(True, "--jsonl/--no-jsonl", help="Write annotations.jsonl (--no-jsonl: only --spacy)"),
+    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine)"),
+    batch_size: int = typer.Option(4, "--batch-size", callback=positive_int, help="Papers per nlp.pipe batch"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port), or 'local' to start a LocalCluster; workers load PIPELINE from the same path"),
+    workers: int = typer.Option(2, "--workers", callback=positive_int, help="Worker processes of the LocalCluster (--scheduler local)"),
+    limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Only the first N input files (sorted by path); 0 = all"),
+    code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard the shards of an earlier run in OUTPUT instead of resuming"),
+) -> None:
+    """Annotate every sentence of a corpus of papers with a trained pipeline.
+    Rerun the same command after an interruption to resume."""
+    from ..annotate import annotate_corpus
+
+    with guard("annotate"):
+        summary = annotate_corpus(
+            pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
+            n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,
+            overwrite=overwrite, show_progress=True,
+        )
+    if not summary["sentences"]:
+        nothing_done(f"the {summary['papers']} papers read hold no sentences")
+    msg.good(
+        f"{summary['inputs_annotated']} inputs ({summary['inputs_resumed']} from an earlier run), "
+        f"{summary['papers']} papers, {summary['sentences']} sentences -> {', '.join(summary['outputs'].values())}"
+    )
+    timing = summary["timing"]
+    if timing["sentences_per_second"]:
+        msg.info(f"{timing['papers_per_second']:.2f} papers/s, {timing['sentences_per_second']:.0f} sentences/s")
+    if summary["inputs_skipped"]:
+        msg.warn(f"{summary['inputs_skipped']} inputs skipped:")
+        for item in summary["skipped"][:20]:
+            msg.text(f"  {item['reason']}")
