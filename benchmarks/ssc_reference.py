@@ -39,7 +39,8 @@ import numpy
 import torch
 from sklearn.metrics import f1_score
 
-from spacy_rhetoric.evaluation import nearest_neighbours, retrieval_scores
+from spacy_rhetoric.evaluation import retrieval_scores
+from spacy_rhetoric.neighbours import cosine_neighbours
 from spacy_rhetoric.util import resolve_hf_model
 
 LABELS = ["background", "objective", "method", "result", "other"]
@@ -179,7 +180,7 @@ def main():
             numpy.save(args.features_out / f"dev_logits_epoch{epoch}.npy", logits)
         retrieval = retrieval_scores(feats, dev_y)
         logit_retrieval = retrieval_scores(logits, dev_y)
-        nn, _ = nearest_neighbours(feats, 1)
+        nn, _ = cosine_neighbours(feats, 1)
         same_abstract = float((dev_abstract[nn[:, 0]] == dev_abstract).mean())
         return {
             "nn_same_abstract": same_abstract,
