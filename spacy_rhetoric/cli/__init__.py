@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "spacy_rhetoric.cli.render",
     "spacy_rhetoric.cli.map",
     "spacy_rhetoric.cli.annotate",
+    "spacy_rhetoric.cli.pretrain",
 ]
 
 

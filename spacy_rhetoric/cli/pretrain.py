@@ -1,0 +1,51 @@
+"""``spacy-rhetoric pretrain-sentmask`` and ``train-cosaemb``: self-supervised
+pre-training of the shared transformer (``spacy_rhetoric.pretrain``)."""
+from pathlib import Path
+
+import typer
+from wasabi import msg
+
+from . import app
+from .common import guard
+
+
+@app.command("pretrain-sentmask")
+def pretrain_sentmask_cli(
+    input_path: Path = typer.Argument(..., metavar="INPUT", exists=True,
+                                      help="CL-SciSumm directory (reference papers) or a .spacy corpus of papers"),
+    output: Path = typer.Argument(..., metavar="OUTPUT", help="Output directory (OUTPUT/model: HF model dir)"),
+    model: str = typer.Option("sentence-transformers/all-MiniLM-L6-v2", "--model", help="Starting encoder"),
+    limit: int = typer.Option(0, "--limit", help="Papers to read (0 = all)"),
+    window_sents: int = typer.Option(8, "--window-sents", help="Sentences per window"),
+    targets_per_window: int = typer.Option(4, "--targets-per-window", help="Target sentences per window"),
+    max_sentence_tokens: int = typer.Option(48, "--max-sentence-tokens", help="Word pieces kept per sentence"),
+    n_negatives: int = typer.Option(4, "--negatives", help="Replaced copies (negatives) per target"),
+    temperature: float = typer.Option(1.0, "--temperature", help="InfoNCE temperature (1 = plain dot products)"),
+    mlm_weight: float = typer.Option(0.0, "--mlm-weight", help="Weight of the masked-LM term (0 = off)"),
+    learn_rate: float = typer.Option(2e-5, "--learn-rate"),
+    warmup_steps: int = typer.Option(100, "--warmup-steps"),
+    windows_per_step: int = typer.Option(2, "--windows-per-step", help="Windows per optimizer step"),
+    epochs: int = typer.Option(1, "--epochs"),
+    max_steps: int = typer.Option(0, "--max-steps", help="Stop after this many steps (0 = epochs decide)"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """SENT-MASK pre-training; writes a model directory for
+    [components.transformer.model.name] name = OUTPUT/model."""
+    from ..pretrain.sentmask import SentMaskSettings, read_papers, train_sentmask
+
+    with guard("pretrain-sentmask"):
+        settings = SentMaskSettings(
+            model=model, window_sents=window_sents, targets_per_window=targets_per_window,
+            max_sentence_tokens=max_sentence_tokens, n_negatives=n_negatives, temperature=temperature,
+            mlm_weight=mlm_weight, learn_rate=learn_rate, warmup_steps=warmup_steps,
+            windows_per_step=windows_per_step, epochs=epochs, max_steps=max_steps, seed=seed,
+        )
+        settings.check()
+        papers = read_papers(input_path, limit=limit)
+        if not papers:
+            raise ValueError(f"no papers read from {input_path}")
+        msg.info(f"{len(papers)} papers, {sum(len(p.sentences) for p in papers)} sentences")
+        info = train_sentmask(papers, output, settings)
+    last = info["history"][-1]["loss"] if info["history"] else float("nan")
+    msg.good(f"{info['steps']} steps, {info['targets']} targets, last loss {last:.3f}, "
+             f"{info['seconds']} s -> {info['model']}")

@@ -1,0 +1,3 @@
+"""Self-supervised pre-training of the shared transformer: SENT-MASK
+(``sentmask``) and COSAEMB section-aware chunk embeddings (``cosaemb``);
+``windows`` holds their window/chunk arithmetic."""

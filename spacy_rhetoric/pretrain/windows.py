@@ -1,0 +1,139 @@
+"""Sentence windows for SENT-MASK pre-training and COSAEMB chunks.
+
+Both objectives read a paper as a list of sentences (already split; the
+CL-SciSumm reader and the paper readers give them) and cut it into encoder
+inputs made of *whole* sentences.
+
+SENT-MASK (``plan_target_windows``): a paper of ``n`` sentences is cut into
+consecutive *cores* of ``targets_per_window`` sentences; the cores partition
+``range(n)``, so every sentence is a target exactly once per epoch. Each core
+is read inside a window of at most ``window_sents`` sentences that adds the
+same number of context sentences on both sides where the paper has them
+(shifted at the paper's edges), so consecutive windows overlap and a target
+near a core edge still has context on both sides. Each sentence is cut to
+``max_sentence_tokens`` word pieces (``pack_window``), so a window holds at
+most ``window_sents * max_sentence_tokens + 2`` tokens whatever the paper's
+length: memory stays bounded.
+
+COSAEMB (``plan_chunks``): a section's sentences are packed greedily into
+chunks of at most ``budget`` word pieces; every chunk after the first starts
+with the previous chunk's last sentence (CoSaEmb §3.2). A sentence longer than
+the budget is a chunk of its own (the tokenizer truncates it).
+"""
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+
+@dataclass(frozen=True)
+class TargetWindow:
+    """Sentences ``start:end`` of a paper; ``targets`` (a sub-range) are its
+    target sentences."""
+
+    start: int
+    end: int
+    targets: Tuple[int, int]  # [first, last) sentence index, inside [start, end)
+
+    def target_ids(self) -> range:
+        return range(*self.targets)
+
+
+def plan_target_windows(n_sents: int, window_sents: int = 8, targets_per_window: int = 4) -> List[TargetWindow]:
+    """Windows of whole sentences whose target cores partition ``range(n_sents)``
+    (see module doc). ``targets_per_window <= window_sents``."""
+    if window_sents < 1 or targets_per_window < 1:
+        raise ValueError("plan_target_windows: window_sents and targets_per_window must be >= 1")
+    if targets_per_window > window_sents:
+        raise ValueError(
+            f"plan_target_windows: targets_per_window ({targets_per_window}) > window_sents ({window_sents})"
+        )
+    out: List[TargetWindow] = []
+    context = window_sents - targets_per_window
+    for first in range(0, n_sents, targets_per_window):
+        last = min(first + targets_per_window, n_sents)
+        left = context // 2 + (targets_per_window - (last - first))  # a short last core gets more context
+        start = max(0, first - left)
+        end = min(n_sents, start + window_sents)
+        start = max(0, end - window_sents)
+        out.append(TargetWindow(start, end, (first, last)))
+    return out
+
+
+@dataclass
+class PackedWindow:
+    """Word-piece ids of one window: ``[CLS] s_1 ... s_T [SEP]`` with the
+    ``[start, end)`` token span of every sentence."""
+
+    input_ids: List[int]
+    spans: List[Tuple[int, int]]
+
+
+def pack_window(
+    sentences: Sequence[Sequence[int]], cls_id: int, sep_id: int, max_sentence_tokens: int
+) -> PackedWindow:
+    """Concatenate tokenised sentences (each cut to ``max_sentence_tokens``,
+    never empty: an empty one is skipped by the caller) between CLS and SEP."""
+    ids = [cls_id]
+    spans = []
+    for sent in sentences:
+        piece = list(sent[:max_sentence_tokens])
+        spans.append((len(ids), len(ids) + len(piece)))
+        ids.extend(piece)
+    ids.append(sep_id)
+    return PackedWindow(ids, spans)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Sentences ``start:end`` (indices into the section's sentence list);
+    ``repeated`` is True when sentence ``start`` is the previous chunk's last
+    sentence."""
+
+    start: int
+    end: int
+    repeated: bool
+
+
+def plan_chunks(lengths: Sequence[int], budget: int) -> List[Chunk]:
+    """Chunks of whole sentences of one section (lengths in word pieces), each
+    at most ``budget`` word pieces when its sentences fit, the previous chunk's
+    last sentence repeated at the start of the next one. Every sentence is in
+    some chunk; consecutive chunks share exactly one sentence."""
+    if budget < 1:
+        raise ValueError(f"plan_chunks: budget must be >= 1, got {budget}")
+    n = len(lengths)
+    chunks: List[Chunk] = []
+    i = 0  # first sentence not yet in any chunk
+    while i < n:
+        repeated = bool(chunks)
+        start = i - 1 if repeated else i
+        total = sum(lengths[start:i]) + lengths[i]
+        if repeated and total > budget:
+            # the repeated sentence and the next one do not fit together:
+            # the next one starts a chunk on its own (no repetition possible)
+            start, repeated, total = i, False, lengths[i]
+        j = i + 1
+        while j < n and total + lengths[j] <= budget:
+            total += lengths[j]
+            j += 1
+        chunks.append(Chunk(start, j, repeated))
+        i = j
+    return chunks
+
+
+def iter_sections(sections: Sequence[Optional[str]]) -> Iterator[Tuple[Optional[str], int, int]]:
+    """Maximal runs of equal section values: (section, start, end)."""
+    start = 0
+    for i in range(1, len(sections) + 1):
+        if i == len(sections) or sections[i] != sections[start]:
+            if i > start:
+                yield sections[start], start, i
+            start = i
+
+
+def count_targets(windows: Sequence[TargetWindow]) -> Dict[int, int]:
+    """How often each sentence is a target (1 for each, by construction)."""
+    counts: Dict[int, int] = {}
+    for w in windows:
+        for t in w.target_ids():
+            counts[t] = counts.get(t, 0) + 1
+    return counts
