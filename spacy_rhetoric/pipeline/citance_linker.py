@@ -37,8 +37,11 @@ doc's sentence ids (``sent._.rhetoric_sid``; the sentence index when absent).
 
 Training: the encoder is fine-tuned with ``linker.finetune(pairs)`` (pairs
 from ``spacy_rhetoric.citret.pairs.build_pairs``) or ``spacy-rhetoric
-link-train``; word vectors come from ``vectors_path`` or
-``linker.train_vectors(texts)`` / ``spacy-rhetoric link-word2vec``. The pipe
+link-train``; word vectors come from ``vectors_path`` (a word2vec binary or
+text file, never a pickle) or ``linker.train_vectors(texts)`` /
+``spacy-rhetoric link-word2vec``, and are saved with the pipeline as
+``vectors.bin`` (word2vec binary); a ``vectors.kv`` gensim pickle written by
+older versions is refused when loading. The pipe
 has no ``update``: ``nlp.update``/``spacy train`` leave it unchanged.
 """
 import re
