@@ -43,6 +43,8 @@ ENTRY_POINTS = {
         "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",
         "spacy_rhetoric.SentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_sentence_classifier",
         "spacy_rhetoric.ContextSentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_context_sentence_classifier",
+        "spacy_rhetoric.SequenceSentenceClassifier.v1 = spacy_rhetoric.ml.sequence:build_sequence_sentence_classifier",
+        "spacy_rhetoric.SectionAwareSentenceClassifier.v1 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier",
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
         "spacy_rhetoric.ContextSentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_context_sentence_encoder",
         "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:ChunkedTransformerModel",
@@ -62,6 +64,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.SciSummCorpus.v1 = spacy_rhetoric.readers.corpora:scisumm_corpus",
         "spacy_rhetoric.PaperCorpus.v1 = spacy_rhetoric.readers.corpora:paper_corpus",
         "spacy_rhetoric.SentenceCorpus.v1 = spacy_rhetoric.readers.corpora:sentence_corpus",
+        "spacy_rhetoric.SectionLabelCorpus.v1 = spacy_rhetoric.readers.section_labels:section_label_corpus",
     ],
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
