@@ -72,7 +72,8 @@ EXACT_MAX_VECTORS = 200_000
 HNSW_FACTORY = "HNSW32,Flat"
 HNSW_PARAMS = {"efSearch": 128}
 HNSW_EF_CONSTRUCTION = 64
-IVFPQ_PARAMS = {"nprobe": 32, "k_factor_rf": 4}
+IVFPQ_PARAMS = {"nprobe": 32, "k_factor_rf": 8}
+IVF_KMEANS_ITERATIONS = 10
 SUBSET_EXACT_MAX = 50_000
 DEFAULT_PART_SENTENCES = 2000
 INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
@@ -357,8 +358,10 @@ def index_factory_for(n: int, index_type: str = "auto", *, dim: int = 384) -> Tu
     if index_type == "hnsw":
         return HNSW_FACTORY, dict(HNSW_PARAMS)
     if index_type == "ivfpq":
-        nlist = int(max(16, min(65536, 4 * round(n ** 0.5))))
-        m = max(d for d in range(1, max(1, dim // 8) + 1) if dim % d == 0)  # sub-quantizers of 8 dims or more
+        nlist = int(max(16, min(65536, round(n ** 0.5))))
+        if dim % 8 == 0:  # 4-bit fast-scan PQ of 4 dims per code, exact re-ranking
+            return f"IVF{nlist},PQ{dim // 4}x4fs,RFlat", dict(IVFPQ_PARAMS)
+        m = max(d for d in range(1, max(1, dim // 8) + 1) if dim % d == 0)
         return f"IVF{nlist},PQ{m},RFlat", dict(IVFPQ_PARAMS)
     return index_type, {}  # any faiss index_factory string
 
@@ -398,12 +401,16 @@ def make_index(vectors: numpy.ndarray, factory: str, *, seed: int = 0, train_max
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:
         raise SearchIndexError(f"faiss cannot make an index from {factory!r}: {err}") from err
-    hnsw = faiss.try_extract_index_ivf(index) is None and hasattr(faiss.downcast_index(index), "hnsw")
-    if hnsw:
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        ivf.cp.niter = IVF_KMEANS_ITERATIONS
+        train_max = min(train_max, 64 * ivf.nlist)
+    elif hasattr(faiss.downcast_index(index), "hnsw"):
         faiss.downcast_index(index).hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     if not index.is_trained:
         rng = numpy.random.default_rng(seed)
-        sample = vectors if len(vectors) <= train_max else vectors[numpy.sort(rng.choice(len(vectors), train_max, replace=False))]
+        sample = vectors if len(vectors) <= train_max else \
+            vectors[numpy.sort(rng.choice(len(vectors), train_max, replace=False))]
         index.train(numpy.ascontiguousarray(sample))
     for start in range(0, len(vectors), 100_000):
         index.add(numpy.ascontiguousarray(vectors[start:start + 100_000]))

@@ -1,1 +1,88 @@
-"""``spacy-rhetoric render``: (being written)."""
+"""``spacy-rhetoric render PAPER -o paper.html [--model PIPELINE]``: one
+self-contained HTML page (inline CSS/JS, no network) showing the paper by
+section, every sentence coloured by its function label, with a legend and
+tooltips (label scores, fine function, phrase evidence, section). Library:
+:mod:`spacy_rhetoric.render`.
+
+PAPER is a ``.spacy`` file already annotated (every Doc in it is shown), or
+with ``--model`` a ``.spacy`` file or a paper in any format the readers know
+(TEI, JATS, S2ORC, CL-SciSumm XML, text; ``readers.papers``), annotated by the
+pipeline with its sentence boundaries kept.
+"""
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from wasabi import msg
+
+from . import app
+from .common import guard, nothing_done
+
+
+def annotated_docs(paper: Path, model: Optional[str]) -> List:
+    """The Docs of ``paper``, annotated by ``model`` if given; a ValueError
+    naming the file when there is nothing to show."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    import spacy_rhetoric  # noqa: F401 - extensions and factories
+
+    from ..readers.common import sentence_splitters
+    from ..render import has_labels
+
+    nlp = None
+    if model is not None:
+        try:
+            nlp = spacy.load(model)
+        except OSError as err:
+            raise ValueError(f"cannot load pipeline {model!r}: {err}") from err
+    if paper.suffix.lower() == ".spacy":
+        try:
+            docs = list(DocBin(store_user_data=True).from_disk(paper).get_docs((nlp or spacy.blank("en")).vocab))
+        except Exception as err:  # noqa: BLE001 - name the file
+            raise ValueError(f"{paper}: cannot read as a .spacy DocBin: {err}") from err
+        docs = [d for d in docs if len(d)]
+        if not docs:
+            raise ValueError(f"{paper}: the DocBin holds no non-empty Doc")
+    elif nlp is None:
+        raise ValueError(f"{paper} is not an annotated .spacy file: pass --model PIPELINE to annotate it")
+    else:
+        from ..readers.papers import read_paper
+
+        docs = [read_paper(paper, nlp)]
+    if nlp is not None:  # preset sentence boundaries are kept
+        out = []
+        for doc in docs:
+            with nlp.select_pipes(disable=sentence_splitters(nlp) if doc.has_annotation("SENT_START") else []):
+                out.append(nlp(doc))
+        docs = out
+    if not any(has_labels(doc) for doc in docs):
+        raise ValueError(f"{paper}: no sentence has a rhetoric label"
+                         + ("" if nlp is not None else " (annotate it with --model PIPELINE)")
+                         + ("" if nlp is None else f"; the pipeline {model!r} has no rhetoric_function_classifier?"))
+    return docs
+
+
+@app.command("render")
+def render_cli(
+    paper: Path = typer.Argument(..., help="Annotated .spacy, or a paper file (with --model)"),
+    output: Path = typer.Option(..., "--output", "-o", help="HTML file to write"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Pipeline that annotates PAPER"),
+    title: Optional[str] = typer.Option(None, "--title", help="Page title (default: paper title or id)"),
+) -> None:
+    """Render an annotated paper as one self-contained HTML page."""
+    from ..io import atomic_write_text, check_input, check_outputs, prepare_outputs
+    from ..render import render_paper
+
+    with guard("render"):
+        check_input(paper, what="paper")
+        inputs = [paper] + ([Path(model)] if model and Path(model).exists() else [])
+        check_outputs({"output": output}, inputs=inputs)
+        prepare_outputs({"output": output})
+        docs = annotated_docs(paper, model)
+        page = render_paper(docs, title=title)
+    if not docs:
+        nothing_done("no paper to render")
+    atomic_write_text(output, page)
+    n = sum(1 for doc in docs for s in doc.sents if s.text.strip())
+    msg.good(f"{len(docs)} paper(s), {n} sentences -> {output}")

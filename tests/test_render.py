@@ -1,0 +1,237 @@
+"""HTML views (spacy_rhetoric.render, ``spacy-rhetoric render`` / ``map``): the page
+is self-contained, every sentence is an element with its label and scores, the
+legend counts labels; the page loads in headless chromium (DOM checked);
+alignment links; bad input is refused with a clear error."""
+import json
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from test_search import LABELS, PAPERS, SECTIONS, tiny_pipeline
+from typer.testing import CliRunner
+
+import spacy_rhetoric  # noqa: F401  (extensions, factories)
+from spacy_rhetoric import extensions as ext
+from spacy_rhetoric.alignment import align_encoded, encode_paper
+from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.readers.common import doc_from_sentences, sentence_splitters
+from spacy_rhetoric.render import render_alignment, render_paper, sentence_records
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class Sentences(HTMLParser):
+    """The attributes of every ``.rh-sent`` and ``.rh-legend-item`` element, and the body's."""
+
+    def __init__(self):
+        super().__init__()
+        self.sents, self.legend, self.body, self.external = [], [], {}, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if "rh-sent" in classes:
+            self.sents.append(attrs)
+        if "rh-legend-item" in classes:
+            self.legend.append(attrs)
+        if tag == "body":
+            self.body = attrs
+        for key in ("src", "href"):
+            if attrs.get(key) and not attrs[key].startswith("#"):
+                self.external.append(attrs[key])
+        if tag == "link":
+            self.external.append(attrs.get("href"))
+
+
+def parse(page: str) -> Sentences:
+    parser = Sentences()
+    parser.feed(page)
+    return parser
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return tiny_pipeline()
+
+
+@pytest.fixture(scope="module")
+def annotated(nlp):
+    """PAPERS annotated by the tiny pipeline, with sections and paper ids."""
+    docs = []
+    for i, sents in enumerate(PAPERS):
+        doc = doc_from_sentences(nlp, sents, sections=SECTIONS, doc_id=f"P{i}")
+        with nlp.select_pipes(disable=sentence_splitters(nlp)):
+            docs.append(nlp(doc))
+    return docs
+
+
+@pytest.fixture(scope="module")
+def annotated_file(annotated, tmp_path_factory):
+    path = tmp_path_factory.mktemp("render") / "annotated.spacy"
+    db = DocBin(store_user_data=True)
+    for doc in annotated[:2]:
+        db.add(doc)
+    db.to_disk(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_dir(nlp, tmp_path_factory):
+    path = tmp_path_factory.mktemp("render_model") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def chromium_binary():
+    """chromium, installed with apt-get when missing (skip with the reason when that fails)."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("chromium is not installed and cannot be installed here (needs root and apt-get)")
+    try:
+        subprocess.run(["apt-get", "install", "-y", "chromium"], check=True, capture_output=True, timeout=900)
+    except (subprocess.SubprocessError, OSError) as err:
+        pytest.skip(f"chromium could not be installed: {err}")
+    found = shutil.which("chromium")
+    if not found:
+        pytest.skip("apt-get install chromium gave no chromium binary")
+    return found
+
+
+def run_chromium(page_path, tmp_path, *args):
+    binary = chromium_binary()
+    cmd = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", *args,
+           page_path.resolve().as_uri()]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+def test_sentence_records_read_span_group(annotated):
+    doc = annotated[0]
+    records = sentence_records(doc)
+    assert [r["text"] for r in records] == PAPERS[0]
+    assert [r["label"] for r in records] == [s.label_ for s in doc.spans["rhetoric"]]
+    assert [r["section"] for r in records] == SECTIONS
+    assert all(set(r["scores"]) == set(LABELS) for r in records)
+
+
+def test_render_paper_is_self_contained(annotated):
+    page = render_paper(annotated[:2], title="Two papers")
+    parsed = parse(page)
+    assert len(parsed.sents) == 8 and parsed.external == []
+    assert "http://" not in page and "https://" not in page
+    labels = [s["data-label"] for s in parsed.sents]
+    assert labels == [r["label"] for d in annotated[:2] for r in sentence_records(d)]
+    assert [s["data-section"] for s in parsed.sents] == SECTIONS * 2
+    assert set(json.loads(parsed.sents[0]["data-scores"])) == set(LABELS)
+    counts = {item["data-label"]: 0 for item in parsed.legend}
+    assert set(counts) == set(labels)
+    assert page.count('<section class="rh-section"') == 6  # Introduction, Methods, Results per paper
+    assert "<h2>Methods</h2>" in page and "<h1>P1</h1>" in page
+
+
+def test_render_escapes_text_and_shows_unlabelled(nlp):
+    doc = doc_from_sentences(nlp, ["A <b>bold</b> & \"quoted\" claim.", "Another one."],
+                             labels=["result", None], sections=["Intro <x>", "Intro <x>"])
+    page = render_paper(doc)
+    assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
+    parsed = parse(page)
+    assert [s.get("data-label") for s in parsed.sents] == ["result", None]
+    assert {item["data-label"] for item in parsed.legend} == {"result", "unlabelled"}
+
+
+def test_render_alignment_links(nlp, annotated):
+    a = encode_paper(nlp, annotated[0], name="A")
+    b = encode_paper(nlp, annotated[1], name="B")
+    alignments = align_encoded(a, b, k=1)
+    page = render_alignment(a, b, alignments)
+    parsed = parse(page)
+    ids = {s["id"] for s in parsed.sents}
+    assert ids == {f"a-{i}" for i in range(4)} | {f"b-{i}" for i in range(4)}
+    links = re.findall(r'href="#(b-\d+)"', page)
+    assert len(links) == 4 and set(links) <= ids
+    for sent in parsed.sents:
+        if sent["id"].startswith("a-"):
+            al = alignments[int(sent["id"][2:])]
+            assert sent["data-targets"] == f"b-{al.b_index}"
+    assert parsed.external == []
+
+
+def test_page_in_headless_chromium(annotated, tmp_path):
+    page_path = tmp_path / "paper.html"
+    page_path.write_text(render_paper(annotated), encoding="utf8")
+    dom = run_chromium(page_path, tmp_path, "--dump-dom")
+    parsed = parse(dom)
+    assert parsed.body.get("data-rh-ready") == "1"  # the inline script ran without error
+    assert len(parsed.sents) == 16
+    assert {s["data-label"] for s in parsed.sents} <= set(LABELS)
+    assert len(parsed.legend) == len({s["data-label"] for s in parsed.sents})
+    shot = tmp_path / "shot.png"
+    run_chromium(page_path, tmp_path, f"--screenshot={shot}", "--window-size=900,600", "--hide-scrollbars")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+def test_cli_render(annotated_file, model_dir, tmp_path):
+    _load_commands()
+    runner = CliRunner()
+    out = tmp_path / "page.html"
+    result = runner.invoke(app, ["render", str(annotated_file), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(parse(out.read_text(encoding="utf8")).sents) == 8
+    paper = tmp_path / "paper.txt"
+    paper.write_text("Introduction\n\n" + " ".join(PAPERS[2]) + "\n", encoding="utf8")
+    result = runner.invoke(app, ["render", str(paper), "-o", str(out)])
+    assert result.exit_code == 1 and "pass --model" in result.output
+    result = runner.invoke(app, ["render", str(paper), "-o", str(out), "--model", str(model_dir)])
+    assert result.exit_code == 0, result.output
+    assert {s["data-label"] for s in parse(out.read_text(encoding="utf8")).sents} <= set(LABELS)
+    # bad input: missing file, unlabelled .spacy, output = input, binary paper
+    result = runner.invoke(app, ["render", str(tmp_path / "missing.spacy"), "-o", str(out)])
+    assert result.exit_code == 1 and "paper not found" in result.output
+    plain = tmp_path / "plain.spacy"
+    DocBin(docs=[doc_from_sentences(spacy.blank("en"), PAPERS[0])]).to_disk(plain)
+    result = runner.invoke(app, ["render", str(plain), "-o", str(out)])
+    assert result.exit_code == 1 and "no sentence has a rhetoric label" in result.output
+    result = runner.invoke(app, ["render", str(annotated_file), "-o", str(annotated_file)])
+    assert result.exit_code == 1 and "same path as the input" in result.output
+    binary = tmp_path / "paper.pdf"
+    binary.write_bytes(b"%PDF\x00\x01")
+    result = runner.invoke(app, ["render", str(binary), "-o", str(out), "--model", str(model_dir)])
+    assert result.exit_code == 1 and "paper.pdf" in result.output
+
+
+def test_cli_map(annotated_file, model_dir, tmp_path):
+    _load_commands()
+    runner = CliRunner()
+    out = tmp_path / "map.png"
+    result = runner.invoke(app, ["map", str(annotated_file), "-o", str(out), "--max-points", "6", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "6 of 8 sentences" in result.output and out.read_bytes()[:4] == b"\x89PNG"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"paper_id": f"J{i}", "text": s}) + "\n"
+                              for i, sents in enumerate(PAPERS) for s in sents), encoding="utf8")
+    result = runner.invoke(app, ["map", str(corpus), "-o", str(out)])
+    assert result.exit_code == 1 and "pass --model" in result.output
+    result = runner.invoke(app, ["map", str(corpus), "-o", str(out), "--model", str(model_dir)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["map", str(corpus), "-o", str(tmp_path / "map.html"), "--model", str(model_dir)])
+    assert result.exit_code == 1 and ".png" in result.output
+    plain = tmp_path / "plain.spacy"
+    DocBin(docs=[doc_from_sentences(spacy.blank("en"), PAPERS[0])]).to_disk(plain)
+    result = runner.invoke(app, ["map", str(plain), "-o", str(out)])
+    assert result.exit_code == 1 and "no sentence" in result.output and "encoder vector" in result.output
+    result = runner.invoke(app, ["map", str(tmp_path / "nope"), "-o", str(out)])
+    assert result.exit_code == 1 and "corpus not found" in result.output
+    assert ext.VECTOR  # the vectors come from the store field of that name
