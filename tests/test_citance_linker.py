@@ -698,3 +698,28 @@ def test_cli_link_unloadable_encoder_one_line_exit_1(tmp_path):
     text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
     assert result.exit_code == 1 and text.startswith("✘ link: ") and text.count("✘") == 1, text
     assert "empty-encoder" in text and "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_cli_link_train_and_word2vec_then_link(tiny_encoder_dir, tmp_path):
+    data = tmp_path / "data"
+    _csv_topic(data, {"a": [("1", "C02-0002", "A maximum entropy tagger.", ["1"]),
+                            ("2", "C02-0002", "Alignment with EM.", ["4"])]})
+    run = tmp_path / "run"
+    result = _cli(["link-train", data, "--output", run, "--base-model", tiny_encoder_dir, "--max-steps", "2",
+                   "--batch-size", "2", "--max-length", "32", "--checkpoint-every", "1"])
+    assert result.exit_code == 0, result.output
+    info = json.loads((run / "training.json").read_text())
+    # 2 citances x (1 cited + 2 same-paper sentences; one topic: no other-paper pairs)
+    assert info["steps"] == 2 and info["pairs_built"] == 6
+    assert (run / "encoder" / "encoder.json").exists() and (run / "checkpoint" / "trainer_state.json").exists()
+    vectors = tmp_path / "w2v.bin"
+    result = _cli(["link-word2vec", data, "--output", vectors, "--min-count", "1", "--vector-size", "4"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "eval.json"
+    result = _cli(["link", "--evaluate", data, "--encoder", run / "encoder", "--vectors", vectors, "-o", out])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["counts"]["citances_scored"] == 2
+    # the word2vec output refuses to overwrite an input, before any work
+    result = _cli(["link-word2vec", data, "--output", data])
+    assert result.exit_code == 1 and "Traceback" not in result.output
