@@ -29,6 +29,7 @@ from .util import load_parser
 CLASSIFIER = "rhetoric_function_classifier"
 ENCODER = "rhetoric_sentence_encoder"
 PHRASE_LABELER = "rhetoric_phrase_labeler"
+SECTION_TAGGER = "rhetoric_section_tagger"
 SOURCED_FACTORIES = (CLASSIFIER, ENCODER)
 SMOKE_TEXT = "Parsing is an important task. We propose a new method for parsing."
 
@@ -125,11 +126,14 @@ def assemble(
     phrases: Phrases = None,
     n: int = 5,
     exclude: Iterable[str] = ("ner",),
+    sections: bool = True,
 ) -> Tuple[Language, Dict[str, str]]:
     """Parser + ``rhetoric_phrase_labeler`` (initialised from ``phrases``, a
     phrase-list path or ``(label, phrase)`` pairs; left out if None) + one
     component per ``(trained pipeline, factory)`` of ``components``, where the
-    trained pipeline is a path or a loaded ``Language``.
+    trained pipeline is a path or a loaded ``Language``. With ``sections``
+    (default) and a classifier among them, ``rhetoric_section_tagger`` goes
+    before the sourced components (section categories from the headings).
 
     Returns the pipeline and a report ``{component: where it came from}``. The
     pipeline has been run once on a two-sentence text.
@@ -142,6 +146,9 @@ def assemble(
         labeler.initialize(phrases=phrases if isinstance(phrases, list) else str(phrases), nlp=nlp)
         report[PHRASE_LABELER] = f"{len(labeler.labels)} labels" + (
             "" if isinstance(phrases, list) else f" from {phrases}")
+    if sections and any(f == CLASSIFIER for _, f in components) and SECTION_TAGGER not in nlp.pipe_names:
+        nlp.add_pipe(SECTION_TAGGER)  # sent._.rhetoric_section from the headings, read by section-aware classifiers
+        report[SECTION_TAGGER] = "packaged rules and heading classifier"
     loaded: Dict[str, Language] = {}
     for source, factory in components:
         if isinstance(source, Language):

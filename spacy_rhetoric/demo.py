@@ -1,9 +1,20 @@
 """``spacy-rhetoric demo`` (and ``make demo``): train a small CPU function
-classifier and sentence encoder on CSAbstruct with ``spacy train`` and the
-packaged configs (``spacy_rhetoric/configs/classifier_cpu.cfg``,
-``encoder_cpu.cfg``), assemble them with the English parser and the phrase
-labeler into one pipeline (``spacy_rhetoric.assemble``), and annotate a paper
-with it (by default the packaged ``assets/sample_paper.txt``).
+classifier and sentence encoder with ``spacy train`` and the packaged configs,
+assemble them with the English parser, the phrase labeler and the section
+tagger into one pipeline (``spacy_rhetoric.assemble``), and annotate a paper
+with it, section by section.
+
+- Classifier: ``spacy_rhetoric/configs/classifier_sections_cpu.cfg`` (the
+  section of each sentence is an input; back matter is ``other`` by rule) on
+  a small multi-source corpus (``readers.section_labels.build_small_corpus``):
+  CSAbstruct train, the PMC-Sents-FULL train split and the first
+  CL-SciSumm reference papers with weak labels from their tagged sections
+  (PMC and CL-SciSumm only when present in the data directory).
+- Encoder: ``encoder_cpu.cfg`` on CSAbstruct.
+- Paper: any file ``read_papers`` reads (GROBID TEI, JATS, S2ORC, text);
+  by default the GROBID TEI sample ``paper-formats/grobid-tei/N18-3011.tei.xml``
+  of the data directory (an ACL paper; the file states no licence, so it is
+  not shipped), else the packaged ``assets/sample_paper.txt``.
 
 Everything runs offline on a CPU, from a checkout or an installed wheel.
 Trained models are kept under the output directory (``.demo/`` by default)
@@ -17,9 +28,10 @@ import time
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
+from spacy.tokens import Doc
 
 from .assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
 from .configs import config_path
@@ -28,7 +40,12 @@ from .io import PathError, check_input, check_output
 DATA_ENV = "SPACY_RHETORIC_DATA"
 PHRASES_DIR = "iwatsuki2021-fe-database-cl"
 CSABSTRUCT_DIR = "csabstruct"
+PMC_FILE = "pmc-sents-full/dev.jsonl"
+SCISUMM_DIR = "cl-scisumm/training-40-manual"
+TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
 SAMPLE_PAPER = "sample_paper.txt"
+CLASSIFIER_CONFIG = "classifier_sections_cpu"
+SCISUMM_PAPERS = 40  # CL-SciSumm papers in the demo's training corpus
 
 
 class DemoError(PathError):
@@ -65,14 +82,22 @@ class DemoData:
     train: Path  # CSAbstruct train.jsonl
     dev: Path  # CSAbstruct dev.jsonl
     phrases: Path  # Iwatsuki phrase database (directory of label<TAB>phrase files)
+    pmc: Optional[Path] = None  # PMC-Sents-FULL dev.jsonl, if present
+    scisumm: Optional[Path] = None  # CL-SciSumm topics, if present
+    paper: Optional[Path] = None  # the GROBID TEI sample paper, if present
+
+    def inputs(self) -> List[Path]:
+        return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm) if p is not None]
 
 
 def find_data(root: Optional[Path] = None) -> DemoData:
     """The files the demo needs under ``root``; a DemoError saying which are
     missing and how to point the demo at them otherwise."""
     root = Path(root) if root is not None else data_dir()
+    optional = {name: root / rel for name, rel in (("pmc", PMC_FILE), ("scisumm", SCISUMM_DIR),
+                                                   ("paper", TEI_PAPER))}
     data = DemoData(train=root / CSABSTRUCT_DIR / "train.jsonl", dev=root / CSABSTRUCT_DIR / "dev.jsonl",
-                    phrases=root / PHRASES_DIR)
+                    phrases=root / PHRASES_DIR, **{k: p for k, p in optional.items() if p.exists()})
     missing = [str(p) for p in (data.train, data.dev, data.phrases) if not p.exists()]
     if missing:
         raise DemoError(
@@ -153,15 +178,37 @@ def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
     }
 
 
+def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
+    """The classifier's training corpus (``readers.section_labels.build_small_corpus``)
+    under ``output``; kept if newer than every input."""
+    from .readers.section_labels import build_small_corpus
+
+    train, dev = output / "train.spacy", output / "dev.spacy"
+    newest = max(_mtime(p) for p in data.inputs() if p not in (data.phrases,))
+    if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
+        counts = build_small_corpus(data.train, data.dev, output, pmc=data.pmc, scisumm=data.scisumm,
+                                    scisumm_papers=SCISUMM_PAPERS)
+        print(f"  built {output}: train {counts['train']['sentences']} sentences ({counts['sources']}), "
+              f"dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
+    return train, dev
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns
+
+
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
                       retrain: bool = False) -> Tuple[Path, Path]:
-    """Train the CPU classifier (packaged config ``classifier_cpu``: tok2vec +
-    context architecture) and encoder (``encoder_cpu``) into ``output``."""
+    """Train the CPU classifier (packaged config ``classifier_sections_cpu``:
+    tok2vec + context architecture + section input) on the demo's
+    multi-source corpus and the encoder (``encoder_cpu``) on CSAbstruct into
+    ``output``."""
     output.mkdir(parents=True, exist_ok=True)
     print(f"\n== training the function classifier ({classifier_steps} steps) ==")
+    clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "sections")
     classifier = train_pipeline(
-        config_path("classifier_cpu"), output / "classifier",
-        training_overrides(data.train, data.dev, classifier_steps), inputs=[data.train, data.dev], retrain=retrain)
+        config_path(CLASSIFIER_CONFIG), output / "classifier",
+        training_overrides(clf_train, clf_dev, classifier_steps), inputs=[clf_train, clf_dev], retrain=retrain)
     print(f"\n== training the sentence encoder ({encoder_steps} steps) ==")
     corpus = output / "corpus"
     train_spacy = convert_csabstruct(data.train, corpus / "train.spacy")
@@ -179,21 +226,6 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
 # --------------------------------------------------------------------------
 
 
-def paragraphs(text: str) -> Iterator[Tuple[Optional[str], str]]:
-    """(section, paragraph) pairs of a plain-text paper split at blank lines;
-    a short block without final punctuation is a heading and sets the
-    section of the paragraphs after it."""
-    section = None
-    for block in text.split("\n\n"):
-        block = " ".join(block.split())
-        if not block:
-            continue
-        if len(block) < 60 and block[-1] not in ".!?":
-            section = block
-            continue
-        yield section, block
-
-
 def most_similar(sents: List[Any], index: int) -> Tuple[Optional[int], float]:
     """Index of the sentence most similar to ``sents[index]`` by
     ``sent.similarity`` (the encoder's vectors) and the similarity."""
@@ -207,27 +239,41 @@ def most_similar(sents: List[Any], index: int) -> Tuple[Optional[int], float]:
     return best, best_sim
 
 
-def annotate(nlp: Language, text: str, *, n_similar: int = 3, width: int = 100) -> Dict[str, int]:
-    """Run ``nlp`` over the paragraphs of ``text`` and print every sentence
-    with its function label and top score, its phrase label and n-gram, and
-    for ``n_similar`` sentences the most similar other sentence."""
-    pieces = list(paragraphs(text))
+def read_paper_doc(nlp: Language, paper: Path) -> Doc:
+    """One paper file as a Doc with headings (``readers.papers.read_paper``,
+    format by content: GROBID TEI, JATS, S2ORC, plain text)."""
+    from .readers.papers import read_paper
+
+    return read_paper(paper, nlp)
+
+
+def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100) -> Dict[str, int]:
+    """Read ``paper``, run ``nlp`` over it and print it section by section
+    (heading and section category of ``rhetoric_section_tagger``), every
+    sentence with its function label and score, its phrase label and n-gram,
+    and for ``n_similar`` sentences the most similar other sentence."""
+    from .extensions import HEADING
+    from .ml.sections import token_values
+
+    doc = nlp(read_paper_doc(nlp, paper))
+    headings = token_values(doc, HEADING)
     sents, counts = [], {"sentences": 0, "phrase_labeled": 0}
     current: Any = object()
-    for (section, _), doc in zip(pieces, nlp.pipe(p for _, p in pieces)):
-        if section != current:
-            print(f"\n== {section or '(no heading)'} ==")
-            current = section
-        for sent in doc.sents:
-            sents.append(sent)
-            counts["sentences"] += 1
-            print(f"[{len(sents):>2}] {_short(sent.text, width)}")
-            label, scores = sent._.rhetoric_label, sent._.rhetoric_scores or {}
-            if label is not None:
-                print(f"       function: {label} ({scores.get(label, float('nan')):.2f})")
-            if sent._.phrase_label is not None:
-                counts["phrase_labeled"] += 1
-                print(f"       phrase:   {sent._.phrase_label}  \"{sent._.phrase_match.text}\"")
+    for sent in doc.sents:
+        if not sent.text.strip():
+            continue
+        heading, section = headings[sent.start], sent._.rhetoric_section
+        if (heading, section) != current:
+            print(f"\n== {heading or '(no heading)'}  [section: {section or 'unknown'}] ==")
+            current = (heading, section)
+        sents.append(sent)
+        counts["sentences"] += 1
+        label, scores = sent._.rhetoric_label, sent._.rhetoric_scores or {}
+        shown = f"{label} ({scores.get(label, float('nan')):.2f})" if label is not None else "-"
+        print(f"[{len(sents):>3}] {shown:<17} {_short(sent.text, width)}")
+        if sent._.phrase_label is not None:
+            counts["phrase_labeled"] += 1
+            print(f"      phrase: {sent._.phrase_label}  \"{sent._.phrase_match.text}\"")
     with_vectors = [i for i, s in enumerate(sents) if s._.rhetoric_vector is not None]
     if with_vectors and n_similar > 0:
         print("\n== most similar sentence (sent.similarity, encoder vectors) ==")
@@ -236,8 +282,8 @@ def annotate(nlp: Language, text: str, *, n_similar: int = 3, width: int = 100) 
             j, sim = most_similar([sents[k] for k in with_vectors], with_vectors.index(i))
             if j is None:
                 continue
-            print(f"[{i + 1:>2}] {_short(sents[i].text, width)}")
-            print(f"  ~ [{with_vectors[j] + 1:>2}] {_short(sents[with_vectors[j]].text, width)}  "
+            print(f"[{i + 1:>3}] {_short(sents[i].text, width)}")
+            print(f"  ~ [{with_vectors[j] + 1:>3}] {_short(sents[with_vectors[j]].text, width)}  "
                   f"(cosine {sim:.2f})")
     return counts
 
@@ -254,15 +300,18 @@ def _short(text: str, width: int) -> str:
 def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *, classifier_steps: int = 400,
         encoder_steps: int = 400, retrain: bool = False, parser: str = "en_core_web_sm") -> Dict[str, int]:
     """Train (or reuse) the two models under ``output``, assemble
-    ``output/pipeline``, annotate ``paper`` (default: the packaged sample
-    paper) and print the dev scores. Inputs and outputs are checked before any
-    work; returns the counts of ``annotate``."""
+    ``output/pipeline``, annotate ``paper`` (default: the GROBID TEI sample of
+    the data directory, else the packaged sample paper) and print the dev
+    scores. Inputs and outputs are checked before any work; returns the
+    counts of ``annotate``."""
     from . import __version__
 
     start = time.perf_counter()
     data = find_data()
-    paper = check_input(paper if paper is not None else sample_paper(), what="paper")
-    inputs = [data.train, data.dev, data.phrases, paper]
+    if paper is None:
+        paper = data.paper if data.paper is not None else sample_paper()
+    paper = check_input(paper, what="paper")
+    inputs = data.inputs() + [paper]
     check_output(output, what="demo output directory", inputs=inputs, dir_ok=True)
     pipeline_dir = check_pipeline_output(output / "pipeline", inputs=inputs)
     print(f"spacy_rhetoric {__version__}; data from {data.train.parent.parent}; "
@@ -274,11 +323,11 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *, classifie
     save_pipeline(nlp, pipeline_dir)
     print(f"\npipeline {nlp.pipe_names} -> {pipeline_dir}")
 
-    counts = annotate(nlp, paper.read_text(encoding="utf8"))
+    counts = annotate(nlp, paper)
 
     clf, enc = dev_scores(classifier), dev_scores(encoder)
     print(f"\n{counts['sentences']} sentences of {paper}, {counts['phrase_labeled']} with a phrase label")
-    print(f"Quick models, scored by spaCy on CSAbstruct dev after training "
+    print(f"Quick models, scored by spaCy on CSAbstruct dev (section: abstract) after training "
           f"({classifier_steps} / {encoder_steps} steps):")
     print(f"  classifier F1 micro {clf.get('rhetoric_f_micro', float('nan')):.3f}, "
           f"macro {clf.get('rhetoric_f_macro', float('nan')):.3f}")

@@ -11,12 +11,14 @@ from spacy_rhetoric.assemble import (
     CLASSIFIER,
     ENCODER,
     PHRASE_LABELER,
+    SECTION_TAGGER,
     assemble,
     check_pipeline_output,
     listener_paths,
     save_pipeline,
 )
 from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.extensions import HEADING, set_span_values
 from spacy_rhetoric.io import PathError
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.util import load_parser
@@ -92,6 +94,20 @@ def test_assemble_coarse_and_fine_classifiers(tmp_path, parser_nlp):
         assert set(sent._.rhetoric_fine_scores) == set(FINE.values())
 
 
+def test_section_tagger_goes_before_the_classifier(tmp_path, parser_nlp):
+    coarse = tiny_classifier(tmp_path / "coarse")
+    nlp, report = assemble(parser_nlp, [(coarse, CLASSIFIER)])
+    assert nlp.pipe_names[-2:] == [SECTION_TAGGER, CLASSIFIER] and SECTION_TAGGER in report
+    doc = nlp.make_doc(TEXT)
+    for token in doc:
+        token.is_sent_start = token.i == 0 or doc[token.i - 1].text == "."
+    set_span_values(doc, HEADING, list(doc.sents), ["1 Introduction", "3 Method", "Acknowledgments"])
+    doc = nlp(doc)
+    assert [s._.rhetoric_section for s in doc.sents] == ["introduction", "method", "other"]
+    without, _ = assemble(load_parser("en_core_web_sm", exclude=["ner"]), [(coarse, CLASSIFIER)], sections=False)
+    assert SECTION_TAGGER not in without.pipe_names
+
+
 def test_assemble_rejects_two_writers_of_one_field(tmp_path, parser_nlp):
     coarse = tiny_classifier(tmp_path / "coarse")
     with pytest.raises(ValueError, match="both write the sentence field 'label'"):
@@ -111,7 +127,7 @@ def test_tok2vec_listeners_get_own_copies(tmp_path):
     parser_listeners = list(parser.get_pipe("tok2vec").listening_components)
     nlp, report = assemble(parser, [(source, CLASSIFIER), (source, ENCODER)],
                            phrases=[("Aim", "we propose a parser")], n=3)
-    assert nlp.pipe_names[-3:] == [PHRASE_LABELER, CLASSIFIER, ENCODER]
+    assert nlp.pipe_names[-4:] == [PHRASE_LABELER, SECTION_TAGGER, CLASSIFIER, ENCODER]
     assert "own copy of model.tok2vec <- tok2vec" in report[CLASSIFIER]
     assert "own copy of model.tok2vec <- tok2vec" in report[ENCODER]
     # The parser's tok2vec got no new listeners; the config holds the copied layer.

@@ -22,6 +22,7 @@ SENTENCES = {
     "result": ["Our approach improves attachment scores by three points.",
                "The results show large gains on free word order languages.",
                "Accuracy increases with the size of the lexicon."],
+    "other": ["Code is available online.", "This work was funded by a grant."],
 }
 
 
@@ -29,10 +30,10 @@ def write_csabstruct(path, n_abstracts, seed):
     rng = random.Random(seed)
     with path.open("w", encoding="utf8") as f:
         for _ in range(n_abstracts):
-            labels = ["background", "method", "result"]
+            labels = ["background", "method", "result", "other"]
             sentences = [rng.choice(SENTENCES[label]) for label in labels]
             f.write(json.dumps({"abstract_id": 0, "sentences": sentences, "labels": labels,
-                                "confs": [1.0] * 3}) + "\n")
+                                "confs": [1.0] * 4}) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -85,22 +86,39 @@ def test_trained_models_are_reused(tiny_models, capsys):
 
 
 @pytest.mark.slow  # trains (tiny_models)
-def test_annotate(tiny_models, capsys):
+def test_annotate(tiny_models, capsys, tmp_path):
     from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, assemble
 
     _, _, classifier, encoder = tiny_models
     nlp, _ = assemble("en_core_web_sm", [(classifier, CLASSIFIER), (encoder, ENCODER)],
                       phrases=[("Aim", "we train the parser on")])
-    text = "Results\n\nWe train the parser on projected trees. Accuracy increases with the lexicon.\n"
-    counts = demo.annotate(nlp, text, n_similar=2)
+    paper = tmp_path / "paper.txt"
+    paper.write_text("4 Results\n\nWe train the parser on projected trees. Accuracy increases with the lexicon.\n\n"
+                     "Acknowledgments\n\nWe thank the reviewers for their comments.\n", encoding="utf8")
+    counts = demo.annotate(nlp, paper, n_similar=2)
     out = capsys.readouterr().out
-    assert counts == {"sentences": 2, "phrase_labeled": 1}
-    assert "== Results ==" in out and "function:" in out and "phrase:   Aim" in out
+    assert counts == {"sentences": 3, "phrase_labeled": 1}
+    assert "== 4 Results  [section: results] ==" in out and "phrase: Aim" in out
+    assert "== Acknowledgments  [section: other] ==" in out
+    assert "other (1.00)" in out  # back matter: other by rule
     assert "most similar sentence" in out
     sents = list(nlp("We train the parser on projected trees. Accuracy increases with the lexicon.").sents)
     assert all(s._.rhetoric_label in SENTENCES for s in sents)
     assert sents[0].similarity(sents[1]) == pytest.approx(
         float(sents[0]._.rhetoric_vector @ sents[1]._.rhetoric_vector), abs=1e-5)
+
+
+def test_find_data_optional_sources(tmp_path):
+    (tmp_path / "csabstruct").mkdir()
+    for name in ("train.jsonl", "dev.jsonl"):
+        (tmp_path / "csabstruct" / name).write_text("", encoding="utf8")
+    (tmp_path / demo.PHRASES_DIR).mkdir()
+    data = demo.find_data(tmp_path)
+    assert data.pmc is None and data.scisumm is None and data.paper is None
+    assert data.inputs() == [data.train, data.dev, data.phrases]
+    (tmp_path / demo.TEI_PAPER).parent.mkdir(parents=True)
+    (tmp_path / demo.TEI_PAPER).write_text("<TEI/>", encoding="utf8")
+    assert demo.find_data(tmp_path).paper == tmp_path / demo.TEI_PAPER
 
 
 @pytest.mark.slow  # trains (tiny_models)
@@ -114,8 +132,9 @@ def test_run_writes_pipeline_and_reuses_models(tiny_models, monkeypatch, tmp_pat
     assert f"configs from {config_path('classifier_cpu').parent}" in out
     assert counts["sentences"] > 10  # the packaged sample paper
     nlp = spacy.load(output / "pipeline")
-    assert nlp.pipe_names[-3:] == ["rhetoric_phrase_labeler", "rhetoric_function_classifier",
-                                   "rhetoric_sentence_encoder"]
+    assert nlp.pipe_names[-4:] == ["rhetoric_phrase_labeler", "rhetoric_section_tagger",
+                                   "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
+    assert "[section: results]" in out and "[section: abstract]" in out  # the packaged sample paper
     assert [s._.rhetoric_label in SENTENCES for s in nlp("We train the parser. It works.").sents] == [True, True]
 
 
@@ -143,7 +162,9 @@ def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
 
 
 def test_packaged_configs_and_sample_paper():
-    assert {"classifier_cpu", "encoder_cpu", "fine_classifier_cpu", "rhetoric_trf"} <= set(config_names())
+    assert {"classifier_cpu", "classifier_sections_cpu", "encoder_cpu", "fine_classifier_cpu",
+            "rhetoric_trf"} <= set(config_names())
+    spacy.util.load_config(config_path("classifier_sections_cpu"))
     assert config_path("encoder_cpu.cfg") == config_path("encoder_cpu")
     spacy.util.load_config(config_path("classifier_cpu"))
     with pytest.raises(FileNotFoundError, match="available: classifier_cpu"):

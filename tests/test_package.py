@@ -219,8 +219,8 @@ def test_demo_runs_from_installed_wheel(tmp_path, rhetoric_wheel_file):
                  env=env, cwd=workdir)
     info = json.loads(loaded.stdout.strip().splitlines()[-1])
     assert Path(info["spacy_rhetoric_file"]).resolve().is_relative_to(scratch.resolve()), info
-    assert info["pipe_names"][-3:] == ["rhetoric_phrase_labeler", "rhetoric_function_classifier",
-                                       "rhetoric_sentence_encoder"]
+    assert info["pipe_names"][-4:] == ["rhetoric_phrase_labeler", "rhetoric_section_tagger",
+                                       "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
     assert all(label in {"background", "method", "result"} for label in info["labels"]), info
     assert all(info["vectors"]), info
 

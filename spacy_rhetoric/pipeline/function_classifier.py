@@ -294,4 +294,6 @@ class FunctionClassifier(SentencePipe):
 
     def _initialize_model(self, X) -> None:
         self.model.get_ref("output_layer").set_dim("nO", len(self.labels))
+        if "labels" in self.model.attrs:  # models that name their outputs (ml/sections.py rule)
+            self.model.attrs["labels"] = list(self.labels)
         self.model.initialize(X=X)

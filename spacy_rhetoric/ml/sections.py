@@ -1,0 +1,249 @@
+"""Section-aware sentence classification: the section category of a sentence
+is an input of the classifier, and back matter is ``other`` by rule.
+
+``spacy_rhetoric.SectionAwareSentenceClassifier.v1`` wraps the trunk of
+``ContextSentenceClassifier.v1`` (pooled sentence vectors -> Maxout ->
+context CNN/BiLSTM over each doc's sentences -> + position features) and
+concatenates a one-hot vector of each sentence's section (``SECTION_FEATURES``)
+to that representation before the (optional Maxout hidden layer and the)
+Softmax output layer.
+
+Where the section comes from (:func:`sentence_sections`): the doc store, as
+``rhetoric_section_tagger`` writes it (``sent._.rhetoric_section``, one of
+``section_headings.CATEGORIES``) -- so in a pipeline put the tagger before the
+classifier (``spacy_rhetoric.assemble`` does). The section of a sentence is
+the value covering its first token; a sentence without one (PMC-Sents-FULL,
+where the section text is lost, or a raw heading that is no category) is
+``unknown``. A sentence in back matter is ``back matter``: its section is
+not a body category and its heading, or a heading before it in the doc
+(``sent._.rhetoric_heading``), is matched by a ``back_matter`` rule of
+``assets/section_rules.json`` (acknowledgements, references, appendix,
+funding...).
+
+The rule: sentences whose section is in ``forced_sections`` (default
+``["back matter"]``) get probability 1 for ``forced_label`` ("other") and no
+gradient, so a thank-you note or a reference entry is never a guess. The
+label names come from ``model.attrs["labels"]``, which
+``rhetoric_function_classifier`` fills at ``initialize`` (and which is saved
+with the model); without ``forced_label`` among them nothing is forced.
+``use_sections = false`` gives the same network with all-zero section
+features and no rule: the baseline of ``benchmarks/bench_sections.py``.
+"""
+from functools import lru_cache
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Dropout, Maxout, Model, Softmax, chain, concatenate
+from thinc.types import Floats2d, Ragged
+
+from ..extensions import HEADING, SECTION, labelled_spans
+from ..section_headings import (
+    ABSTRACT,
+    CONCLUSION,
+    INTRODUCTION,
+    METHOD,
+    OTHER,
+    RELATED_WORK,
+    RESULTS,
+    TITLE,
+    HeadingRules,
+    parse_heading,
+)
+from .classifier import build_context_trunk
+
+UNKNOWN = "unknown"
+BACK_MATTER = "back matter"
+BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
+# The one-hot feature order (never reorder: trained models depend on it).
+SECTION_FEATURES = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
+                    BACK_MATTER, UNKNOWN)
+_FEATURE_INDEX = {name: i for i, name in enumerate(SECTION_FEATURES)}
+
+
+@lru_cache(maxsize=1)
+def _packaged_rules() -> HeadingRules:
+    return HeadingRules.packaged()
+
+
+@lru_cache(maxsize=4096)
+def is_back_matter_heading(heading: str) -> bool:
+    """True for a heading a ``back_matter`` rule matches ("Acknowledgments",
+    "References", "Appendix A", "5 Funding")."""
+    if not heading or not heading.strip():
+        return False
+    match = _packaged_rules().match(parse_heading(heading).model_text)
+    return bool(match is not None and match.back_matter)
+
+
+def token_values(doc: Doc, field: str) -> List[Optional[str]]:
+    """The value of ``field`` covering each token of ``doc`` (None: none)."""
+    values: List[Optional[str]] = [None] * len(doc)
+    for start, end, value in labelled_spans(doc, field=field):
+        if isinstance(value, str) and value.strip():
+            values[start:end] = [value] * (end - start)
+    return values
+
+
+def sentence_sections(doc: Doc, starts: Sequence[int]) -> List[str]:
+    """The section of the sentences starting at token ``starts`` (in doc
+    order): a ``SECTION_FEATURES`` name (see the module docstring)."""
+    sections = token_values(doc, SECTION)
+    headings = token_values(doc, HEADING)
+    # back matter from the first back-matter heading on
+    first_back = len(doc)
+    seen = set()
+    for i, heading in enumerate(headings):
+        if heading is not None and heading not in seen:
+            seen.add(heading)
+            if is_back_matter_heading(heading):
+                first_back = i
+                break
+    out = []
+    for start in starts:
+        start = int(start)
+        section = sections[start] if start < len(doc) else None
+        if section not in BODY_SECTIONS and section != ABSTRACT and start >= first_back:
+            out.append(BACK_MATTER)
+        elif section in _FEATURE_INDEX:
+            out.append(section)
+        else:
+            out.append(UNKNOWN)
+    return out
+
+
+def section_features(use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """(docs, sentence indices) -> one-hot rows over ``SECTION_FEATURES``
+    (all zeros with ``use_sections=False``); no parameters. Its ``attrs``
+    hold the sections of the last call (``"sections"``, for the rule)."""
+    return Model("section_features", _features_forward, dims={"nO": len(SECTION_FEATURES)},
+                 attrs={"use_sections": use_sections})
+
+
+def sections_of(docs: List[Doc], indices: Ragged) -> List[str]:
+    """Section names of every sentence of ``(docs, indices)``, in order."""
+    data = indices.dataXd
+    lengths = [int(n) for n in indices.lengths]
+    out, row = [], 0
+    for doc, n in zip(docs, lengths):
+        starts = [int(data[row + i, 0]) for i in range(n)]
+        out.extend(sentence_sections(doc, starts))
+        row += n
+    return out
+
+
+def _features_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
+    docs, indices = X
+    n_rows = int(indices.dataXd.shape[0])
+    feats = model.ops.alloc2f(n_rows, len(SECTION_FEATURES))
+    if model.attrs["use_sections"] and n_rows:
+        for row, section in enumerate(sections_of(docs, indices)):
+            feats[row, _FEATURE_INDEX[section]] = 1.0
+
+    def backprop(dY: Floats2d):
+        return ()  # nothing to pass back to the docs (concatenate adds it to the trunk's tuple)
+
+    return feats, backprop
+
+
+def force_sections(scorer: Model, forced_sections: Sequence[str], forced_label: str,
+                   use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Run ``scorer`` (probabilities over the labels) and set the rows of
+    sentences in ``forced_sections`` to probability 1 for ``forced_label``
+    (index from ``attrs["labels"]``), with zero gradient."""
+    unknown = [s for s in forced_sections if s not in _FEATURE_INDEX]
+    if unknown:
+        raise ValueError(f"forced_sections {unknown} are not section names: use some of {list(SECTION_FEATURES)}")
+    return Model(
+        "force_sections",
+        _force_forward,
+        layers=[scorer],
+        init=_force_init,
+        attrs={"labels": [], "forced_sections": list(forced_sections), "forced_label": forced_label,
+               "use_sections": use_sections},
+        dims={"nO": None},
+    )
+
+
+def _force_init(model: Model, X=None, Y=None) -> None:
+    model.layers[0].initialize(X=X)
+
+
+def forced_rows(model: Model, X: Tuple[List[Doc], Ragged]) -> Tuple[List[int], Optional[int]]:
+    """Rows the rule decides, and the index of the forced label (None: no rule)."""
+    labels = list(model.attrs.get("labels") or [])
+    forced = set(model.attrs["forced_sections"])
+    label = model.attrs["forced_label"]
+    if not model.attrs["use_sections"] or not forced or label not in labels:
+        return [], None
+    docs, indices = X
+    rows = [i for i, section in enumerate(sections_of(docs, indices)) if section in forced]
+    return rows, labels.index(label)
+
+
+def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
+    probs, bp_scorer = model.layers[0](X, is_train)
+    rows, label = forced_rows(model, X)
+    if rows:
+        probs = model.ops.xp.array(probs, copy=True)
+        probs[rows, :] = 0.0
+        probs[rows, label] = 1.0
+
+    def backprop(dY: Floats2d):
+        if rows:
+            dY = model.ops.xp.array(dY, copy=True)
+            dY[rows, :] = 0.0
+        return bp_scorer(dY)
+
+    return probs, backprop
+
+
+@registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v1")
+def build_section_aware_sentence_classifier(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    width: int = 128,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    dropout: float = 0.1,
+    hidden_size: int = 0,
+    use_sections: bool = True,
+    forced_sections: Sequence[str] = (BACK_MATTER,),
+    forced_label: str = OTHER,
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Context classifier (as ``ContextSentenceClassifier.v1``) whose output
+    layer also sees a one-hot of the sentence's section; sentences in
+    ``forced_sections`` get ``forced_label`` by rule (module docstring).
+
+    hidden_size: a Maxout layer of this width after the concatenation (0:
+    none, the section only shifts the logits). use_sections: false gives the
+    same network without section information (all-zero features, no rule).
+    """
+    pooler, in_context = build_context_trunk(
+        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout,
+    )
+    output_layer = Softmax(nO=nO)
+    layers = [concatenate(chain(pooler, in_context), section_features(use_sections)), Dropout(dropout)]
+    if hidden_size > 0:
+        layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
+    layers.append(output_layer)
+    model = force_sections(chain(*layers), forced_sections, forced_label, use_sections)
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.set_ref("output_layer", output_layer)
+    model.attrs["context"] = True
+    return model
+
+
+def section_counts(docs: Sequence[Doc]) -> Dict[str, int]:
+    """How many sentences of ``docs`` are in each section (for reports)."""
+    counts: Dict[str, int] = {}
+    for doc in docs:
+        starts = [s.start for s in doc.sents] if len(doc) else []
+        for section in sentence_sections(doc, starts):
+            counts[section] = counts.get(section, 0) + 1
+    return counts

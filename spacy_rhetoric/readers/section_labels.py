@@ -1,0 +1,292 @@
+"""The multi-source corpus of the section-aware function classifier
+(``spacy_rhetoric/configs/classifier_sections_cpu.cfg``): coarse labels
+``background / objective / method / result / other`` and each sentence's
+section category, from three sources.
+
+* CSAbstruct (gold, in order): heading "Abstract", section ``abstract``.
+* PMC-Sents-FULL (labels derived from section titles; order and section text
+  lost): section none (the classifier sees ``unknown``); labels mapped by
+  ``PMC_LABELS``: ``methods -> method``, ``results -> result``, the others
+  unchanged.
+* CL-SciSumm reference papers (weak labels): ``rhetoric_section_tagger``
+  tags each sentence's section from its heading and the label is derived
+  from the section the way PMC-Sents-FULL's were (``SECTION_LABELS``):
+  introduction and related work -> background, method -> method, results ->
+  result, conclusion (discussion) and other (back matter, junk) -> other;
+  abstract and title sentences have no label (kept as context). Papers are
+  cut into pieces of at most ``max_sents`` sentences.
+
+:func:`build_section_corpus` writes the ``.spacy`` files (paper-disjoint
+splits, ``splits.split_docbin`` / ``split_doc_ids``)::
+
+    python -m spacy_rhetoric.readers.section_labels corpus/sections --data ../shared/data
+
+``spacy_rhetoric.SectionLabelCorpus.v1`` reads them (a file or a directory):
+one Example per doc whose *predicted* doc carries the reference's
+``heading``, ``section`` and ``title`` values too, since the classifier reads
+the section from the doc it labels (in a pipeline, the section tagger writes
+it).
+"""
+import random
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from spacy.util import registry
+
+from .. import extensions
+from ..extensions import DOC_ID, HEADING, LABEL, SECTION, TITLE, get_doc_value, get_span_value, set_span_values
+from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, OTHER, RELATED_WORK, RESULTS
+from ..section_headings import TITLE as T
+from .common import doc_from_sentences
+
+COARSE_LABELS = ("background", "objective", "method", "result", "other")
+# section category (rhetoric_section_tagger) -> weak coarse label; None: no label
+SECTION_LABELS: Dict[str, Optional[str]] = {
+    INTRODUCTION: "background", RELATED_WORK: "background", METHOD: "method", RESULTS: "result",
+    CONCLUSION: "other", OTHER: "other", ABSTRACT: None, T: None,
+}
+# PMC-Sents-FULL label -> coarse label
+PMC_LABELS = {"background": "background", "objective": "objective", "methods": "method", "results": "result",
+              "other": "other"}
+COPIED_FIELDS = (HEADING, SECTION)
+
+
+def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
+    """Copy the ``heading``/``section`` values and the title of ``ref`` to
+    ``pred`` (same text and tokens, as ``nlp.make_doc(ref.text)``)."""
+    if pred.text != ref.text or len(pred) != len(ref):
+        return pred
+    store = pred.user_data.setdefault(extensions.STORE_KEY, {})
+    ref_store = ref.user_data.get(extensions.STORE_KEY, {})
+    for field in COPIED_FIELDS:
+        if field in ref_store:
+            store[field] = dict(ref_store[field])
+    title = get_doc_value(ref, TITLE)
+    if title is not None:
+        extensions.set_doc_value(pred, TITLE, title)
+    return pred
+
+
+def _spacy_files(path: Path) -> List[Path]:
+    if path.is_dir():
+        files = sorted(path.glob("*.spacy"))
+        if not files:
+            raise FileNotFoundError(f"SectionLabelCorpus: no .spacy files in {path}")
+        return files
+    if not path.exists():
+        raise FileNotFoundError(f"SectionLabelCorpus: no such file: {path}")
+    return [path]
+
+
+class SectionLabelCorpus:
+    def __init__(self, path: Union[str, Path], limit: int = 0, shuffle: bool = False):
+        self.path = Path(path)
+        self.limit = int(limit)
+        self.shuffle = bool(shuffle)
+
+    def __call__(self, nlp: Language) -> Iterator[Example]:
+        docs: Iterable[Doc] = (doc for f in _spacy_files(self.path)
+                               for doc in DocBin().from_disk(f).get_docs(nlp.vocab))
+        if self.shuffle:
+            docs = list(docs)
+            random.shuffle(docs)
+        for i, ref in enumerate(docs):
+            if self.limit > 0 and i >= self.limit:
+                return
+            yield Example(copy_section_fields(ref, nlp.make_doc(ref.text)), ref)
+
+
+@registry.readers("spacy_rhetoric.SectionLabelCorpus.v1")
+def section_label_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> SectionLabelCorpus:
+    """``.spacy`` files of :func:`build_section_corpus` (a file or a
+    directory): one Example per doc, sections on both sides."""
+    return SectionLabelCorpus(path, limit=limit, shuffle=shuffle)
+
+
+# --------------------------------------------------------------------------
+# Building the corpus
+
+
+def abstract_sections(doc: Doc) -> Doc:
+    """Mark every sentence of a CSAbstruct doc as heading "Abstract", section
+    ``abstract``."""
+    sents = list(doc.sents) if len(doc) else []
+    set_span_values(doc, HEADING, sents, ["Abstract"] * len(sents))
+    set_span_values(doc, SECTION, sents, [ABSTRACT] * len(sents))
+    return doc
+
+
+def pmc_coarse(doc: Doc) -> Doc:
+    """Map the PMC-Sents-FULL labels of ``doc`` to the coarse set (PMC_LABELS)."""
+    sents = list(doc.sents) if len(doc) else []
+    labels = [get_span_value(s, LABEL) for s in sents]
+    set_span_values(doc, LABEL, sents, [PMC_LABELS.get(label, label) if label else None for label in labels])
+    return doc
+
+
+def weak_labels(sections: Sequence[Optional[str]], back_matter: Sequence[bool] = ()) -> List[Optional[str]]:
+    """Weak coarse labels of sentences from their section categories
+    (``SECTION_LABELS``; a back-matter sentence is ``other``)."""
+    back = list(back_matter) or [False] * len(sections)
+    return ["other" if b else SECTION_LABELS.get(s) if s else None for s, b in zip(sections, back)]
+
+
+def weak_label_papers(docs: Iterable[Doc], nlp: Language, tagger, *, max_sents: int = 0) -> Iterator[Doc]:
+    """Tag the sections of paper docs (``tagger``: a rhetoric_section_tagger)
+    and yield docs with weak labels (``weak_labels``), headings and sections,
+    cut into pieces of at most ``max_sents`` sentences (0: whole papers)."""
+    from ..ml.sections import BACK_MATTER, sentence_sections
+
+    for doc in docs:
+        doc = tagger(doc)
+        sents = [s for s in doc.sents if s.text.strip()]
+        if not sents:
+            continue
+        sections = [get_span_value(s, SECTION) for s in sents]
+        features = sentence_sections(doc, [s.start for s in sents])
+        labels = weak_labels(sections, [f == BACK_MATTER for f in features])
+        headings = [get_span_value(s, HEADING) for s in sents]
+        doc_id = get_doc_value(doc, DOC_ID)
+        step = max_sents if max_sents > 0 else len(sents)
+        for k in range(0, len(sents), step):
+            piece = doc_from_sentences(nlp, [s.text for s in sents[k:k + step]], labels=labels[k:k + step],
+                                       sections=sections[k:k + step], doc_id=doc_id)
+            set_span_values(piece, HEADING, list(piece.sents), headings[k:k + step])
+            title = get_doc_value(doc, TITLE)
+            if title:
+                extensions.set_doc_value(piece, TITLE, title)
+            yield piece
+
+
+def _write(docs: Iterable[Doc], path: Path) -> Dict[str, int]:
+    from ..io import atomic_path
+
+    docbin = DocBin(store_user_data=True)
+    n_docs = n_sents = 0
+    for doc in docs:
+        docbin.add(doc)
+        n_docs += 1
+        n_sents += sum(1 for _ in doc.sents) if len(doc) else 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        docbin.to_disk(tmp)
+    return {"docs": n_docs, "sentences": n_sents}
+
+
+def csabstruct_docs(path: Union[str, Path], nlp: Language) -> List[Doc]:
+    """CSAbstruct ``.jsonl`` as docs with section ``abstract``."""
+    from .csabstruct import read_csabstruct
+
+    return [abstract_sections(d) for d in read_csabstruct(path, nlp)]
+
+
+def pmc_splits(path: Union[str, Path], nlp: Language) -> Tuple[List[Doc], List[Doc], List[Doc]]:
+    """PMC-Sents-FULL ``dev.jsonl`` (coarse labels) split by article as
+    benchmarks/run_pmc.sh does: (train_fit, valid, test) = 80 % (seed 0) of the
+    ids split again 90/10 (seed 1), and the other 20 %."""
+    from ..splits import split_doc_ids
+    from .pmc import read_pmc_sents
+
+    pmc = [pmc_coarse(d) for d in read_pmc_sents(path, nlp)]
+    ids = [str(get_doc_value(d, DOC_ID)) for d in pmc]
+    train_ids, _ = split_doc_ids(ids, share=0.8, seed=0)
+    fit_ids, _ = split_doc_ids(train_ids, share=0.9, seed=1)
+    train, fit = set(train_ids), set(fit_ids)
+    return ([d for d, i in zip(pmc, ids) if i in fit],
+            [d for d, i in zip(pmc, ids) if i in train and i not in fit],
+            [d for d, i in zip(pmc, ids) if i not in train])
+
+
+def scisumm_papers(path: Union[str, Path], nlp: Language, *, limit: int = 0) -> Dict[str, Doc]:
+    """CL-SciSumm reference papers (``read_papers``, format clscisumm) by
+    paper id (first occurrence kept)."""
+    from .papers import read_papers
+
+    papers: Dict[str, Doc] = {}
+    for doc in read_papers(path, nlp, fmt="clscisumm", limit=limit):
+        papers.setdefault(str(get_doc_value(doc, DOC_ID)), doc)
+    return papers
+
+
+def build_section_corpus(data: Union[str, Path], output: Union[str, Path], *, scisumm_train_papers: int = 100,
+                         scisumm_heldout_share: float = 0.1, max_sents: int = 40, seed: int = 0,
+                         lang: str = "en") -> Dict[str, Dict[str, int]]:
+    """Write under ``output``: ``train.spacy`` (CSAbstruct train + PMC
+    train_fit + ``scisumm_train_papers`` CL-SciSumm training papers, weak
+    labels), ``dev.spacy`` (CSAbstruct dev + PMC valid: model selection),
+    ``csabstruct_dev.spacy``, ``pmc_test.spacy`` (the article-disjoint test
+    split of benchmarks/run_pmc.sh, see ``pmc_splits``) and
+    ``scisumm_heldout.spacy`` (whole held-out papers,
+    ``scisumm_heldout_share`` of the paper ids, ``splits.split_doc_ids``;
+    weak labels). Returns counts per file."""
+    import spacy
+
+    from ..splits import split_doc_ids
+
+    data, output = Path(data), Path(output)
+    nlp = spacy.blank(lang)
+    counts: Dict[str, Dict[str, int]] = {}
+    cs_train = csabstruct_docs(data / "csabstruct" / "train.jsonl", nlp)
+    cs_dev = csabstruct_docs(data / "csabstruct" / "dev.jsonl", nlp)
+    pmc_fit, pmc_valid, pmc_test = pmc_splits(data / "pmc-sents-full" / "dev.jsonl", nlp)
+    tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
+    papers = scisumm_papers(data / "cl-scisumm", nlp)
+    train_ids, heldout_ids = split_doc_ids(sorted(papers), share=1.0 - scisumm_heldout_share, seed=seed)
+    rng = random.Random(seed)
+    rng.shuffle(train_ids)
+    train_ids = sorted(train_ids[:scisumm_train_papers]) if scisumm_train_papers > 0 else sorted(train_ids)
+    scisumm_train = list(weak_label_papers((papers[i] for i in train_ids), nlp, tagger, max_sents=max_sents))
+    scisumm_heldout = list(weak_label_papers((papers[i] for i in heldout_ids), nlp, tagger))
+
+    counts["train"] = _write(cs_train + pmc_fit + scisumm_train, output / "train.spacy")
+    counts["train"].update(csabstruct=len(cs_train), pmc_articles=len(pmc_fit), scisumm_papers=len(train_ids))
+    counts["dev"] = _write(cs_dev + pmc_valid, output / "dev.spacy")
+    counts["csabstruct_dev"] = _write(cs_dev, output / "csabstruct_dev.spacy")
+    counts["pmc_test"] = _write(pmc_test, output / "pmc_test.spacy")
+    counts["scisumm_heldout"] = _write(scisumm_heldout, output / "scisumm_heldout.spacy")
+    counts["scisumm_heldout"]["papers"] = len(heldout_ids)
+    return counts
+
+
+def build_small_corpus(csabstruct_train: Path, csabstruct_dev: Path, output: Union[str, Path], *,
+                       pmc: Optional[Path] = None, scisumm: Optional[Path] = None, scisumm_papers: int = 60,
+                       max_sents: int = 40, lang: str = "en") -> Dict[str, Dict[str, int]]:
+    """The demo's corpus: ``train.spacy`` = CSAbstruct train + (when given)
+    the PMC train_fit split + the first ``scisumm_papers`` CL-SciSumm papers
+    with weak labels; ``dev.spacy`` = CSAbstruct dev."""
+    import spacy
+
+    output = Path(output)
+    nlp = spacy.blank(lang)
+    train = csabstruct_docs(csabstruct_train, nlp)
+    counts: Dict[str, Dict[str, int]] = {"sources": {"csabstruct": len(train)}}
+    if pmc is not None:
+        fit = pmc_splits(pmc, nlp)[0]
+        counts["sources"]["pmc_articles"] = len(fit)
+        train += fit
+    if scisumm is not None and scisumm_papers > 0:
+        tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
+        papers = list(scisumm_papers(scisumm, nlp, limit=scisumm_papers).values())
+        counts["sources"]["scisumm_papers"] = len(papers)
+        train += list(weak_label_papers(papers, nlp, tagger, max_sents=max_sents))
+    counts["train"] = _write(train, output / "train.spacy")
+    counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
+    return counts
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import argparse
+
+    import srsly
+
+    parser = argparse.ArgumentParser(description=build_section_corpus.__doc__)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--scisumm-train-papers", type=int, default=100)
+    parser.add_argument("--max-sents", type=int, default=40)
+    args = parser.parse_args()
+    print(srsly.json_dumps(build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
+                                                max_sents=args.max_sents), indent=2))

@@ -1,0 +1,176 @@
+"""Section-aware function labels: spacy_rhetoric.SectionAwareSentenceClassifier.v1
+(ml/sections.py: section one-hot as input, back matter -> other by rule) and the
+multi-source corpus (readers/section_labels.py), on tiny inline data."""
+import numpy
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.training import Example
+
+import spacy_rhetoric  # noqa: F401
+from spacy_rhetoric.extensions import HEADING, SECTION, get_span_value, set_span_values
+from spacy_rhetoric.ml.sections import BACK_MATTER, UNKNOWN, is_back_matter_heading, sentence_sections
+from spacy_rhetoric.readers.common import doc_from_sentences
+from spacy_rhetoric.readers.section_labels import (
+    PMC_LABELS,
+    SectionLabelCorpus,
+    abstract_sections,
+    pmc_coarse,
+    weak_label_papers,
+    weak_labels,
+)
+
+CLASSIFIER = "rhetoric_function_classifier"
+TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 32, "depth": 1,
+           "embed_size": 500, "window_size": 1, "maxout_pieces": 2, "subword_features": True}
+
+
+def model_config(**kwargs):
+    config = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v1", "pooling": "mean",
+              "width": 32, "depth": 1, "dropout": 0.0, "tok2vec": TOK2VEC}
+    config.update(kwargs)
+    return config
+
+
+def sectioned_doc(nlp, sentences, sections, headings, labels=None):
+    doc = doc_from_sentences(nlp, sentences, labels=labels, sections=sections)
+    set_span_values(doc, HEADING, list(doc.sents), headings)
+    return doc
+
+
+# the same sentence, labelled by its section
+SAME = "These numbers are given in the table."
+TRAIN = [
+    ([SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"], ["result", "method"]),
+    ([SAME, "Parsing is old."], ["introduction", "introduction"], ["1 Introduction"] * 2,
+     ["background", "background"]),
+    (["We build a parser.", SAME], ["method", "results"], ["3 Method", "4 Results"], ["method", "result"]),
+    (["Parsing is old.", SAME], ["introduction", "introduction"], ["1 Introduction"] * 2,
+     ["background", "background"]),
+    (["Thanks to all.", "We build a parser."], ["other", "method"], ["Acknowledgments", "3 Method"],
+     ["other", "method"]),
+]
+
+
+def test_sentence_sections_back_matter_and_unknown():
+    nlp = spacy.blank("en")
+    doc = sectioned_doc(nlp, ["A.", "B.", "C.", "D.", "E."],
+                        ["introduction", "raw heading text", "other", "other", "other"],
+                        ["1 Introduction", "Whatever", "Some junk", "Acknowledgments", "A Proofs"])
+    starts = [s.start for s in doc.sents]
+    # "other" before any back-matter heading stays other; from "Acknowledgments" on: back matter
+    assert sentence_sections(doc, starts) == ["introduction", UNKNOWN, "other", BACK_MATTER, BACK_MATTER]
+    assert is_back_matter_heading("5 References") and is_back_matter_heading("Acknowledgements")
+    assert not is_back_matter_heading("4 Results") and not is_back_matter_heading("")
+    plain = doc_from_sentences(nlp, ["A.", "B."])
+    assert sentence_sections(plain, [s.start for s in plain.sents]) == [UNKNOWN, UNKNOWN]
+
+
+def test_weak_and_pmc_label_mapping():
+    assert weak_labels(["introduction", "related work", "method", "results", "conclusion", "other", "abstract",
+                        "title", None]) == ["background", "background", "method", "result", "other", "other",
+                                            None, None, None]
+    assert weak_labels(["method"], [True]) == ["other"]
+    assert PMC_LABELS["methods"] == "method" and PMC_LABELS["results"] == "result"
+    nlp = spacy.blank("en")
+    doc = pmc_coarse(doc_from_sentences(nlp, ["a b.", "c d."], labels=["methods", "results"]))
+    assert [get_span_value(s, "label") for s in doc.sents] == ["method", "result"]
+    doc = abstract_sections(doc_from_sentences(nlp, ["a b.", "c d."], labels=["method", "result"]))
+    assert [get_span_value(s, SECTION) for s in doc.sents] == ["abstract", "abstract"]
+    assert [get_span_value(s, HEADING) for s in doc.sents] == ["Abstract", "Abstract"]
+
+
+def test_weak_label_papers_tags_sections_and_cuts_pieces():
+    nlp = spacy.blank("en")
+    paper = doc_from_sentences(nlp, ["We parse.", "We built it.", "It works.", "Thanks."], doc_id="P1")
+    set_span_values(paper, HEADING, list(paper.sents), ["1 Introduction", "2 Method", "3 Results", "Acknowledgments"])
+    tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger")
+    pieces = list(weak_label_papers([paper], nlp, tagger, max_sents=3))
+    assert [len(list(p.sents)) for p in pieces] == [3, 1]
+    labels = [get_span_value(s, "label") for p in pieces for s in p.sents]
+    assert labels == ["background", "method", "result", "other"]
+    assert get_span_value(list(pieces[1].sents)[0], HEADING) == "Acknowledgments"
+
+
+def test_section_label_corpus_copies_sections_to_predicted(tmp_path):
+    nlp = spacy.blank("en")
+    doc = sectioned_doc(nlp, *TRAIN[0][:3], labels=TRAIN[0][3])
+    db = DocBin(store_user_data=True)
+    db.add(doc)
+    db.to_disk(tmp_path / "train.spacy")
+    (eg,) = list(SectionLabelCorpus(tmp_path)(nlp))
+    pred_sents = list(eg.predicted.sents) if eg.predicted.has_annotation("SENT_START") else None
+    assert pred_sents is None  # the predicted doc has no boundaries, but the section values
+    assert sentence_sections(eg.predicted, [0]) == ["results"]
+    assert eg.reference.user_data is not eg.predicted.user_data
+
+
+def train_nlp(**model_kwargs):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(CLASSIFIER, config={"model": model_config(**model_kwargs)})
+    examples = []
+    for sents, sections, headings, labels in TRAIN:
+        ref = sectioned_doc(nlp, sents, sections, headings, labels)
+        pred = sectioned_doc(nlp, sents, sections, headings)
+        examples.append(Example(pred, ref))
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    return nlp
+
+
+def predict(nlp, sents, sections, headings):
+    doc = nlp(sectioned_doc(nlp, sents, sections, headings))
+    return [(s._.rhetoric_label, s._.rhetoric_scores) for s in doc.sents]
+
+
+@pytest.mark.slow  # trains 60 steps
+def test_section_aware_classifier_overfits_and_round_trips(tmp_path):
+    """overfitting_IO: the same sentence is learned as result in a results
+    section and as background in the introduction; back matter is other by
+    rule; the saved pipeline predicts the same."""
+    nlp = train_nlp()
+    assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
+    in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
+    in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
+    assert in_results[0][0] == "result" and in_intro[1][0] == "background"
+    back = predict(nlp, ["We build a parser.", "We build a parser."], ["method", "other"],
+                   ["3 Method", "Acknowledgments"])
+    assert back[0][0] == "method"
+    assert back[1][0] == "other" and back[1][1]["other"] == 1.0
+    nlp.to_disk(tmp_path / "nlp")
+    loaded = spacy.load(tmp_path / "nlp")
+    assert loaded.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
+    again = predict(loaded, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
+    for (label, scores), (label2, scores2) in zip(in_results, again):
+        assert label == label2
+        assert numpy.allclose([scores[k] for k in sorted(scores)], [scores2[k] for k in sorted(scores2)], atol=1e-5)
+    back2 = predict(loaded, ["We build a parser.", "We build a parser."], ["method", "other"],
+                    ["3 Method", "Acknowledgments"])
+    assert back2[1][1]["other"] == 1.0
+
+
+@pytest.mark.slow  # trains 60 steps
+def test_without_sections_the_section_changes_nothing():
+    nlp = train_nlp(use_sections=False)
+    a = predict(nlp, [SAME], ["results"], ["4 Results"])
+    b = predict(nlp, [SAME], ["introduction"], ["1 Introduction"])
+    c = predict(nlp, [SAME], ["other"], ["Acknowledgments"])  # no rule either
+    assert a[0][1] == pytest.approx(b[0][1]) and a[0][1] == pytest.approx(c[0][1])
+    assert c[0][1]["other"] < 1.0
+
+
+@pytest.mark.slow  # trains 60 steps
+def test_forced_label_not_among_labels_forces_nothing():
+    nlp = train_nlp(forced_label="nonexistent")
+    back = predict(nlp, ["We build a parser."], ["other"], ["Acknowledgments"])
+    assert max(back[0][1].values()) < 1.0
+
+
+def test_bad_forced_section_is_an_error():
+    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier
+
+    with pytest.raises(ValueError, match="not section names"):
+        build_section_aware_sentence_classifier(spacy.registry.resolve({"t": TOK2VEC})["t"],
+                                                forced_sections=["acknowledgements"])
