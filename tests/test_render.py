@@ -205,7 +205,7 @@ def test_cli_render(annotated_file, model_dir, tmp_path):
     result = runner.invoke(app, ["render", str(plain), "-o", str(out)])
     assert result.exit_code == 1 and "no sentence has a rhetoric label" in result.output
     result = runner.invoke(app, ["render", str(annotated_file), "-o", str(annotated_file)])
-    assert result.exit_code == 1 and "same path as the input" in result.output
+    assert result.exit_code == 1 and "same path as the input" in " ".join(result.output.split())
     binary = tmp_path / "paper.pdf"
     binary.write_bytes(b"%PDF\x00\x01")
     result = runner.invoke(app, ["render", str(binary), "-o", str(out), "--model", str(model_dir)])
@@ -235,3 +235,19 @@ def test_cli_map(annotated_file, model_dir, tmp_path):
     result = runner.invoke(app, ["map", str(tmp_path / "nope"), "-o", str(out)])
     assert result.exit_code == 1 and "corpus not found" in result.output
     assert ext.VECTOR  # the vectors come from the store field of that name
+
+
+def test_cli_align_html_hook(model_dir, tmp_path):
+    _load_commands()
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(PAPERS[0]) + "\n", encoding="utf8")
+    b.write_text("\n".join(PAPERS[1][::-1]) + "\n", encoding="utf8")
+    out = tmp_path / "align.html"
+    result = CliRunner().invoke(app, ["align", str(a), str(b), "--model", str(model_dir), "--lines",
+                                      "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    parsed = parse(out.read_text(encoding="utf8"))
+    assert len(parsed.sents) == 8 and parsed.external == []
+    assert all(s["data-targets"].startswith("b-") for s in parsed.sents if s["id"].startswith("a-"))
+    result = CliRunner().invoke(app, ["align", str(a), str(b), "--model", str(model_dir), "--html", str(a)])
+    assert result.exit_code == 1 and "same path" in " ".join(result.output.split())

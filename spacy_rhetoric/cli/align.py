@@ -35,6 +35,8 @@ def align_cli(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the pairs as JSON lines"),
     width: int = typer.Option(70, "--width", callback=non_negative_int,
                               help="Characters of each sentence shown in the table (0 = full)"),
+    html_output: Optional[Path] = typer.Option(None, "--html", help="Also write the two papers side by side, "
+                                               "linked, as a self-contained HTML page (render.render_alignment)"),
 ) -> None:
     """Print, for each sentence of A, its best match(es) in B with the score."""
     import spacy
@@ -49,8 +51,8 @@ def align_cli(
         check_input(paper_a, what="paper A")
         check_input(paper_b, what="paper B")
         inputs = [paper_a, paper_b] + ([Path(model)] if Path(model).exists() else [])
-        check_outputs({"output": output}, inputs=inputs)
-        prepare_outputs({"output": output})
+        check_outputs({"output": output, "HTML output": html_output}, inputs=inputs)
+        prepare_outputs({"output": output, "HTML output": html_output})
         try:
             nlp = spacy.load(model)
         except OSError as err:
@@ -76,3 +78,9 @@ def align_cli(
         atomic_write_lines(output, [dict(al.to_dict(), paper_a=str(paper_a), paper_b=str(paper_b))
                                     for al in alignments])
         msg.good(f"{len(alignments)} pairs written to {output}")
+    if html_output is not None:
+        from ..io import atomic_write_text
+        from ..render import render_alignment
+
+        atomic_write_text(html_output, render_alignment(a, b, alignments))
+        msg.good(f"side-by-side page written to {html_output}")
