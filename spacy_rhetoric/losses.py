@@ -74,6 +74,12 @@ keep the ``initialize`` / ``needs_classes`` interface, the ``weight``
 parameter name saved with the encoder and float32 master weights (PML's
 ``ArcFaceLoss`` converts ``W`` in place to the embeddings' dtype). Nothing
 here is thinc-specific: the encoder calls these modules through torch.
+
+Length: one module (about 850 lines, most of it docstrings with the papers'
+equations) on purpose: the seven losses share the ``MetricLoss`` interface,
+the masked pairwise-distance helpers and the degenerate-batch rule above, and
+every registered function is a thin wrapper next to its class; split by loss,
+each file would import the same private helpers.
 """
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
