@@ -161,12 +161,12 @@ def _sentence_html(rec: Dict[str, Any], colors: Dict[str, str], *, id_: Optional
 
 
 def _paper_body(doc: Doc, records: List[Dict[str, Any]], colors: Dict[str, str], *, prefix: str = "",
-                sentence_extra=None, sentence_suffix=None) -> str:
+                sentence_extra=None, sentence_suffix=None, show_title: bool = True) -> str:
     """Sections (consecutive sentences with one section name) of paragraphs."""
     title = ext.get_doc_value(doc, ext.TITLE)
     paper_id = ext.get_doc_value(doc, ext.DOC_ID)
     out = [f'<article class="rh-paper" {_attrs({"data-paper": paper_id})}>']
-    if title or paper_id:
+    if show_title and (title or paper_id):
         out.append(f"<h1>{html.escape(str(title or paper_id))}</h1>")
     section, paragraph, in_section = None, None, False
     for rec in records:
@@ -226,11 +226,13 @@ def render_paper(docs: Union[Doc, Sequence[Doc]], *, title: Optional[str] = None
     docs = [docs] if isinstance(docs, Doc) else list(docs)
     per_doc = [sentence_records(doc, spans_key=spans_key) for doc in docs]
     counts, palette = _counts((r for recs in per_doc for r in recs), colors)
-    body = "\n".join(_paper_body(doc, recs, palette) for doc, recs in zip(docs, per_doc))
     if title is None:
         first = docs[0] if docs else None
         title = str(ext.get_doc_value(first, ext.TITLE) or ext.get_doc_value(first, ext.DOC_ID) or "Paper") \
             if first is not None else "Paper"
+    # one paper: its title is the page's
+    body = "\n".join(_paper_body(doc, recs, palette, show_title=len(docs) > 1)
+                     for doc, recs in zip(docs, per_doc))
     return _page(title, _legend(counts, palette), body)
 
 

@@ -184,7 +184,8 @@ def test_index_types_and_factory_override():
     X = rng.normal(size=(1000, 16)).astype("float32")
     X /= numpy.linalg.norm(X, axis=1, keepdims=True)
     assert index_factory_for(10)[0] == "Flat"
-    assert index_factory_for(10 ** 6)[0].startswith("HNSW")
+    assert index_factory_for(10 ** 6)[0] == "IVF1000,PQ96x4fs,RFlat"
+    assert index_factory_for(10 ** 6, "hnsw")[0].startswith("HNSW")
     for kind in ("hnsw", "ivfpq"):
         factory, _ = index_factory_for(len(X), kind, dim=16)
         index = make_index(X, factory)
