@@ -138,7 +138,8 @@ def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]
     char offsets into ``doc.text`` (``doc.text[start_char:end_char] ==
     text``), the classifier's label and scores, the fine classifier's, the
     phrase labeler's label and evidence n-gram; None where a component is
-    absent or gave nothing (whitespace-only sentences)."""
+    absent or gave nothing (whitespace-only sentences). The written records
+    also carry ``input``, the key (path) of the file the paper came from."""
     paper_id = ext.get_doc_value(doc, ext.DOC_ID)
     records = []
     for i, sent in enumerate(doc.sents):

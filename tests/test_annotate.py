@@ -3,7 +3,12 @@ sentence of every paper format, preset sentence boundaries kept, offsets,
 resume after an interruption, n_process / Dask equal to one process, bad
 inputs and output paths."""
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import spacy
@@ -140,6 +145,33 @@ def test_resume_after_interruption(model_dir, papers, reference, tmp_path):
     assert again["inputs_annotated_this_run"] == 0 and outputs(out) == outputs(reference[0])
     with pytest.raises(CorpusBuildError, match="different settings"):
         run(model_dir, papers, out, vectors=False)
+
+
+@pytest.mark.slow
+def test_killed_subprocess_resumes(model_dir, papers, reference, tmp_path):
+    """SIGKILL a real CLI process mid-run, rerun: same output as uninterrupted."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "spacy_rhetoric", "annotate", str(model_dir), str(papers), "-o", str(out),
+           "--vectors", "--spacy", "--batch-size", "2"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shards = out / "shards"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if shards.exists() and len(list(shards.glob("*.jsonl"))) >= 1:
+            break
+        time.sleep(0.05)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len(list(shards.glob("*.jsonl")))
+    assert n_before >= 1
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = srsly.read_json(out / "summary.json")
+    if killed:
+        assert summary["inputs_resumed"] == n_before and n_before < 4
+    assert outputs(out) == outputs(reference[0])
 
 
 def test_edited_input_is_annotated_again(model_dir, tmp_path):
