@@ -38,6 +38,7 @@ ENTRY_POINTS = {
         "rhetoric_sentence_encoder = spacy_rhetoric.pipeline.sentence_encoder:make_sentence_encoder",
         "rhetoric_function_classifier = spacy_rhetoric.pipeline.function_classifier:make_function_classifier",
         "rhetoric_section_tagger = spacy_rhetoric.pipeline.section_tagger:make_section_tagger",
+        "rhetoric_section_encoder = spacy_rhetoric.pipeline.section_encoder:make_section_encoder",
     ],
     "spacy_architectures": [
         "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",

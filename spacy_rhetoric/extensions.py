@@ -36,6 +36,7 @@ SID = "sid"  # source sentence id (e.g. CL-SciSumm ``sid``), str
 CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
 DOC_ID = "doc_id"  # doc-level source id (paper id, abstract index), str
 TITLE = "title"  # doc-level paper title (paper readers), str
+CHUNKS = "chunks"  # doc-level section chunks (rhetoric_section_encoder): list of dicts
 
 SCORE_FIELDS = (SCORES, FINE_SCORES)
 
@@ -55,7 +56,8 @@ SPAN_EXTENSIONS = {
     "rhetoric_heading": HEADING,
     "rhetoric_paragraph": PARAGRAPH,
 }
-DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS, "rhetoric_doc_id": DOC_ID, "rhetoric_title": TITLE}
+DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS, "rhetoric_doc_id": DOC_ID, "rhetoric_title": TITLE,
+                  "rhetoric_chunks": CHUNKS}
 
 
 def span_key(span: Span) -> str:

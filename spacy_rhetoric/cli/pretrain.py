@@ -49,3 +49,41 @@ def pretrain_sentmask_cli(
     last = info["history"][-1]["loss"] if info["history"] else float("nan")
     msg.good(f"{info['steps']} steps, {info['targets']} targets, last loss {last:.3f}, "
              f"{info['seconds']} s -> {info['model']}")
+
+
+@app.command("train-cosaemb")
+def train_cosaemb_cli(
+    input_path: Path = typer.Argument(..., metavar="INPUT", exists=True, file_okay=False,
+                                      help="CL-SciSumm directory (topics: reference + citing papers)"),
+    output: Path = typer.Argument(..., metavar="OUTPUT", help="Output directory (OUTPUT/model: HF model dir)"),
+    model: str = typer.Option("sentence-transformers/all-MiniLM-L6-v2", "--model", help="Starting encoder"),
+    limit_topics: int = typer.Option(0, "--limit-topics", help="Topics to read (0 = all)"),
+    max_citing: int = typer.Option(0, "--max-citing", help="Citing papers per topic (0 = all)"),
+    max_length: int = typer.Option(256, "--max-length", help="Word pieces per chunk"),
+    m_local: float = typer.Option(3.0, "--m-local"),
+    m_global: float = typer.Option(2.0, "--m-global"),
+    m_inter: float = typer.Option(1.0, "--m-inter"),
+    learn_rate: float = typer.Option(2e-5, "--learn-rate"),
+    warmup_steps: int = typer.Option(50, "--warmup-steps"),
+    batch_size: int = typer.Option(8, "--batch-size", help="Triplets per step"),
+    epochs: int = typer.Option(1, "--epochs"),
+    max_steps: int = typer.Option(0, "--max-steps", help="Stop after this many steps (0 = epochs decide)"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """COSAEMB section-aware chunk embeddings (graded triplet margins); the
+    model directory is the model_name of rhetoric_section_encoder."""
+    from ..pretrain.cosaemb import CosaembSettings, clscisumm_corpus, train_cosaemb
+
+    with guard("train-cosaemb"):
+        settings = CosaembSettings(
+            model=model, max_length=max_length, m_local=m_local, m_global=m_global, m_inter=m_inter,
+            learn_rate=learn_rate, warmup_steps=warmup_steps, batch_size=batch_size, epochs=epochs,
+            max_steps=max_steps, seed=seed,
+        )
+        settings.check()
+        corpus = clscisumm_corpus(input_path, limit_topics=limit_topics, max_citing=max_citing)
+        msg.info(f"{len(corpus.papers)} papers, {sum(len(c) for c in corpus.cites.values())} citation links")
+        info = train_cosaemb(corpus, output, settings)
+    last = info["history"][-1]["loss"] if info["history"] else float("nan")
+    msg.good(f"triplets {info['triplets']}, {info['steps']} steps, last loss {last:.3f}, "
+             f"{info['seconds']} s -> {info['model']}")
