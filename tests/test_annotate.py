@@ -203,6 +203,14 @@ def test_dask_local_cluster_equals_single_process(model_dir, papers, reference, 
 def test_format_override_and_spacy_input(model_dir, papers, tmp_path):
     summary = run(model_dir, papers, tmp_path / "text", fmt="text")
     assert summary["inputs"] == 1 and read_records(tmp_path / "text")[0]["input"] == "note.txt"
+    # a CL-SciSumm reference paper (detected by content): its sentences and sids
+    (tmp_path / "P99-1001.xml").write_text(
+        '<PAPER>\n<S sid="0">A Title</S>\n<ABSTRACT>\n<S sid="1" ssid="1">We parse fast.</S>\n</ABSTRACT>\n'
+        '<SECTION title="1 Introduction" number="1">\n<S sid="2" ssid="1">Parsing is slow, e.g. in Fig. 1.</S>\n'
+        '</SECTION>\n</PAPER>\n', encoding="utf8")
+    annotate_corpus(model_dir, [tmp_path / "P99-1001.xml"], tmp_path / "cl")
+    assert [(r["sid"], r["heading"], r["text"]) for r in read_records(tmp_path / "cl")] == [
+        ("1", "Abstract", "We parse fast."), ("2", "1 Introduction", "Parsing is slow, e.g. in Fig. 1.")]
     # a .spacy input: its Docs, their boundaries and ids kept
     nlp = spacy.blank("en")
     db = DocBin(store_user_data=True)
