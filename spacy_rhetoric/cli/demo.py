@@ -1,6 +1,7 @@
 """``spacy-rhetoric demo`` (what ``make demo`` runs): train a small pipeline
-and annotate a paper (``spacy_rhetoric.demo``, whose docstring describes the
-steps). Works from any directory and from an installed wheel; data from
+(section-aware function classifier, encoder, phrase labeler, section tagger)
+and annotate a paper section by section (``spacy_rhetoric.demo``, whose
+docstring describes the steps). Works from any directory and from an installed wheel; data from
 ``$SPACY_RHETORIC_DATA`` or ``../shared/data``."""
 from pathlib import Path
 from typing import Optional
@@ -13,7 +14,9 @@ from .common import guard, nothing_done, positive_int
 
 @app.command("demo")
 def demo_cli(
-    paper: Optional[Path] = typer.Argument(None, help="Plain-text paper (default: the packaged sample paper)"),
+    paper: Optional[Path] = typer.Argument(
+        None, help="Paper file: GROBID TEI, JATS, S2ORC JSON or plain text (default: the GROBID TEI sample "
+                   "paper-formats/grobid-tei/N18-3011.tei.xml of the data directory, else the packaged sample paper)"),
     output: Path = typer.Option(Path(".demo"), "--output", help="Trained models, corpus and the pipeline go here"),
     classifier_steps: int = typer.Option(400, "--classifier-steps", callback=positive_int,
                                          help="Training steps of the function classifier"),
@@ -22,7 +25,7 @@ def demo_cli(
     retrain: bool = typer.Option(False, "--retrain", help="Train again even if OUTPUT has matching models"),
     parser: str = typer.Option("en_core_web_sm", "--parser", help="Parser pipeline (name or path)"),
 ) -> None:
-    """Train a small CPU pipeline on CSAbstruct and annotate a paper with it."""
+    """Train a small CPU pipeline and annotate a paper with it, section by section."""
     from .. import demo
 
     with guard("demo"):
