@@ -431,7 +431,7 @@ def set_search_params(index, params: Dict[str, Any]) -> None:
             raise SearchIndexError(f"index parameter {name}={value!r} does not apply to this index: {err}") from err
 
 
-def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = (), *, overwrite: bool = False) -> Path:
+def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = ()) -> Path:
     """The index directory can be written: not an input, not a file, and if it
     exists, a previous index (replaced) — never another directory."""
     path = check_output(index_path, what="index", inputs=inputs, dir_ok=True)
@@ -518,7 +518,7 @@ def build_index(
 
     if part_sentences < 1 or batch_size < 1:
         raise SearchIndexError("part_sentences and batch_size must be at least 1")
-    index_path = check_index_output(index_path, corpus, overwrite=overwrite)
+    index_path = check_index_output(index_path, corpus)
     files = corpus_files(corpus)
     nlp = load_pipeline(model)
     check_index_type(index_type, pipeline_dim(nlp))
@@ -689,6 +689,29 @@ def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, part
 
 # -- loading and searching -----------------------------------------------------------------------
 
+def selector_params(index, allowed: numpy.ndarray, k: int):
+    """faiss SearchParameters restricting a search of ``index`` to the ids
+    ``allowed`` (IDSelectorBatch), with the index's own nprobe/efSearch/k_factor."""
+    import faiss
+
+    selector = faiss.IDSelectorBatch(numpy.ascontiguousarray(allowed, dtype="int64"))
+    return _params_for(faiss.downcast_index(index), selector, k)
+
+
+def _params_for(index, selector, k: int):
+    import faiss
+
+    if isinstance(index, faiss.IndexRefine):
+        base = _params_for(faiss.downcast_index(index.base_index), selector, k)
+        return faiss.IndexRefineSearchParameters(sel=selector, k_factor=index.k_factor, base_index_params=base)
+    if hasattr(index, "hnsw"):
+        return faiss.SearchParametersHNSW(sel=selector, efSearch=max(k, index.hnsw.efSearch))
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        return faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
+    return faiss.SearchParameters(sel=selector)
+
+
 class RhetoricIndex:
     """A built index: ``RhetoricIndex.load(path).search(query, k=10, label=..., section=..., paper=...)``."""
 
@@ -805,19 +828,8 @@ class RhetoricIndex:
         return hits
 
     def _faiss_search(self, q: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray]):
-        import faiss
-
         k = min(k, self.index.ntotal)
-        if allowed is None:
-            scores, ids = self.index.search(q, k)
-            return ids[0], scores[0]
-        selector = faiss.IDSelectorBatch(allowed)
-        params = faiss.SearchParameters(sel=selector)
-        hnsw = faiss.downcast_index(self.index)
-        if hasattr(hnsw, "hnsw"):
-            params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(k, hnsw.hnsw.efSearch))
-        elif faiss.try_extract_index_ivf(self.index) is not None:
-            params = faiss.SearchParametersIVF(sel=selector, nprobe=faiss.try_extract_index_ivf(self.index).nprobe)
+        params = None if allowed is None else selector_params(self.index, allowed, k)
         scores, ids = self.index.search(q, k, params=params)
         return ids[0], scores[0]
 

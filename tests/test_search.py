@@ -23,6 +23,7 @@ from spacy_rhetoric.search import (
     build_index,
     index_factory_for,
     make_index,
+    selector_params,
     work_dir,
 )
 
@@ -192,6 +193,9 @@ def test_index_types_and_factory_override():
         assert index.ntotal == len(X)
         _, ids = index.search(X[:5], 1)
         assert list(ids[:, 0]) == list(range(5))
+        allowed = numpy.arange(1, len(X), 3)
+        _, ids = index.search(X[:5], 4, params=selector_params(index, allowed, 4))
+        assert set(ids.ravel()) <= set(allowed) and ids[1, 0] == 1
 
 
 def test_bad_input(model_dir, corpus, tmp_path):
