@@ -193,16 +193,22 @@ def test_train_sentmask_round_trip(tmp_path, tiny_model_dir, mlm_weight):
 def test_sentmask_model_initialises_shared_transformer(tmp_path, tiny_model_dir):
     """The written directory is what [components.transformer.model.name] name points at."""
     from spacy import util
+    from spacy.training import Example
 
     from spacy_rhetoric.configs import config_path
+    from spacy_rhetoric.extensions import set_sent_labels
     from spacy_rhetoric.pretrain.sentmask import train_sentmask
 
     settings = SentMaskSettings(model=str(tiny_model_dir), window_sents=4, targets_per_window=2,
                                 n_negatives=1, max_sentence_tokens=8, max_steps=1, log_every=1)
     train_sentmask([Paper("p", SENTS)], tmp_path, settings, progress=False)
     config = util.load_config(config_path("rhetoric_trf"), overrides={
-        "components.transformer.model.name.name": str(tmp_path / "model")})
+        "components.transformer.model.name.name": str(tmp_path / "model")}, interpolate=True)
     nlp = util.load_model_from_config(config, auto_fill=True, validate=True)
-    nlp.initialize(lambda: [])  # no labels needed for the transformer
-    doc = nlp.get_pipe("transformer")(nlp.get_pipe("sentencizer")(nlp.make_doc(" ".join(SENTS))))
-    assert doc._.trf_data.last_hidden_layer_state.data.shape[-1] == 16
+    text = " ".join(SENTS)
+    ref = nlp.get_pipe("sentencizer")(nlp.make_doc(text))
+    set_sent_labels(ref, ["background", "background", "method", "method", "method", "result", "other", "other"])
+    nlp.initialize(lambda: [Example(nlp.make_doc(text), ref)])
+    doc = nlp(text)
+    assert doc._.trf_data.tensors[0].shape[-1] == 16  # the tiny SENT-MASK model
+    assert all(sent._.rhetoric_label for sent in doc.sents)
