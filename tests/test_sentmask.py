@@ -212,3 +212,38 @@ def test_sentmask_model_initialises_shared_transformer(tmp_path, tiny_model_dir)
     doc = nlp(text)
     assert doc._.trf_data.tensors[0].shape[-1] == 16  # the tiny SENT-MASK model
     assert all(sent._.rhetoric_label for sent in doc.sents)
+
+
+# ---------------------------------------------------------------- inputs and CLI
+
+
+def test_clscisumm_papers_reference_first(shared_data):
+    from spacy_rhetoric.pretrain.sentmask import clscisumm_papers
+
+    topic = shared_data / "cl-scisumm" / "training-40-manual" / "C00-2123"
+    papers = list(clscisumm_papers(topic, citing=True))
+    assert papers[0].paper_id == "C00-2123" and len(papers) > 5
+    assert papers[0].title.startswith("Word Re-ordering") and papers[0].title not in papers[0].sentences
+    assert len(papers[0].sentences) == len(papers[0].sections) and "abstract" in papers[0].sections
+    assert len(list(clscisumm_papers(topic))) == 1  # reference papers only by default
+
+
+def test_pretrain_sentmask_cli_on_docbin(tmp_path, tiny_model_dir):
+    import spacy
+    from spacy.tokens import DocBin
+    from typer.testing import CliRunner
+
+    from spacy_rhetoric.cli import _load_commands, app
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    db = DocBin(store_user_data=True)
+    db.add(nlp(" ".join(SENTS)))
+    db.to_disk(tmp_path / "papers.spacy")
+    _load_commands()
+    result = CliRunner().invoke(app, [
+        "pretrain-sentmask", str(tmp_path / "papers.spacy"), str(tmp_path / "out"), "--model", str(tiny_model_dir),
+        "--window-sents", "4", "--targets-per-window", "2", "--negatives", "2", "--max-sentence-tokens", "8",
+        "--max-steps", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "model" / "model.safetensors").exists()
