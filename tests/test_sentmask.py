@@ -247,3 +247,16 @@ def test_pretrain_sentmask_cli_on_docbin(tmp_path, tiny_model_dir):
         "--max-steps", "1"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "model" / "model.safetensors").exists()
+
+
+def test_sentmask_learns_on_one_paper(tmp_path, tiny_model_dir):
+    """Overfitting one paper: the InfoNCE loss (4 candidates, chance log 4) goes well below chance."""
+    from spacy_rhetoric.pretrain.sentmask import train_sentmask
+
+    sents = SENTS + ["Tables show numbers.", "Figures show curves."]
+    settings = SentMaskSettings(model=str(tiny_model_dir), window_sents=4, targets_per_window=2, n_negatives=3,
+                                max_sentence_tokens=8, windows_per_step=5, epochs=30, learn_rate=1e-3,
+                                warmup_steps=1, log_every=10)
+    info = train_sentmask([Paper("p", sents)], tmp_path, settings, progress=False)
+    losses = [row["loss"] for row in info["history"]]
+    assert losses[-1] < 0.5 * math.log(4) and losses[-1] < losses[0]
