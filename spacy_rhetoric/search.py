@@ -75,7 +75,7 @@ EXACT_MAX_VECTORS = 200_000
 HNSW_FACTORY = "HNSW32,Flat"
 HNSW_PARAMS = {"efSearch": 128}
 HNSW_EF_CONSTRUCTION = 64
-IVFPQ_PARAMS = {"nprobe": 32, "k_factor_rf": 8}
+IVFPQ_PARAMS = {"nprobe": 64, "k_factor_rf": 20}
 IVF_KMEANS_ITERATIONS = 10
 SUBSET_EXACT_MAX = 50_000
 DEFAULT_PART_SENTENCES = 2000
@@ -786,12 +786,16 @@ class RhetoricIndex:
 
     def allowed_ids(self, *, label: Optional[str] = None, section: Optional[str] = None,
                     paper: Optional[str] = None) -> Optional[numpy.ndarray]:
-        """Ids matching the filters (case-insensitive), or None without filters."""
+        """Ids matching the filters (case-insensitive; ``section`` also
+        matches a raw heading that contains it), or None without filters."""
         where, args = [], []
-        for column, value in (("label", label), ("section", section), ("paper", paper)):
+        for column, value in (("label", label), ("paper", paper)):
             if value is not None:
                 where.append(f"{column} = ? COLLATE NOCASE")
                 args.append(value)
+        if section is not None:  # the section category, or words of the raw heading ("Introduction" ~ "1 Introduction")
+            where.append("(section = ? COLLATE NOCASE OR heading LIKE ? ESCAPE '\\')")
+            args.extend([section, "%" + section.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"])
         if not where:
             return None
         rows = self.con.execute(f"SELECT id FROM sentences WHERE {' AND '.join(where)}", args).fetchall()

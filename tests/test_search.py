@@ -178,6 +178,9 @@ def test_jsonl_and_paper_folder_inputs(model_dir, tmp_path):
     papers = {index.record(i).paper for i in range(len(index))}
     assert papers == {"a", "J0", "J1"}
     assert index.search(PAPERS[1][2], k=1, paper="J0")[0].gold_label == "method"
+    # --section matches words of a raw heading too ("intro" ~ "Introduction", not "Abstract")
+    hits = index.search(PAPERS[0][0], k=10, section="intro")
+    assert hits and {(h.paper, h.heading) for h in hits} == {("a", "Introduction")}
 
 
 def test_index_types_and_factory_override():
