@@ -200,3 +200,17 @@ def test_viterbi_scores_are_the_path():
     for sent in doc.sents:
         assert sorted(sent._.rhetoric_scores.values()) == [0.0, 0.0, 1.0]
     assert list(nlp("").sents) == []
+
+
+@pytest.mark.parametrize("name", ["classifier_seq_cpu", "classifier_seq_trf"])
+def test_packaged_configs(name):
+    from spacy_rhetoric.configs import config_path
+
+    config = spacy.util.load_config(config_path(name))
+    model = config["components"]["rhetoric_function_classifier"]["model"]
+    assert model["@architectures"] == "spacy_rhetoric.SequenceSentenceClassifier.v1"
+    assert model["decode"] == "marginal"
+    if name == "classifier_seq_cpu":  # the trf one loads MiniLM: built by `spacy train` only
+        nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+        crf = nlp.get_pipe("rhetoric_function_classifier").model
+        assert crf.get_ref("output_layer") is crf and crf.attrs["decode"] == "marginal"
