@@ -252,3 +252,46 @@ def test_dask_local_cluster_build(model_dir, corpus, tmp_path):
     assert summary["n"] == 16 and summary["parts_encoded"] == 4
     index = RhetoricIndex.load(out)
     assert sorted(index.record(i).text for i in range(16)) == sorted(s for p in PAPERS for s in p)
+
+
+@pytest.mark.slow
+def test_killed_build_resumes_without_duplicates(model_dir, tmp_path):
+    """SIGKILL a real `spacy-rhetoric index` run after some parts are committed; the rerun
+    completes the index with every sentence exactly once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    corpus = tmp_path / "many.jsonl"
+    lines = [json.dumps({"paper_id": f"M{i}", "text": f"{s[:-1]} number {i}."})
+             for i in range(150) for s in PAPERS[i % 4]]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf8")
+    out = tmp_path / "killed.index"
+    cmd = [sys.executable, "-m", "spacy_rhetoric", "index", str(model_dir), str(corpus), "-o", str(out),
+           "--part-sentences", "4"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    meta = work_dir(out) / META_FILE
+    deadline = time.time() + 120
+    n_parts = 0
+    while time.time() < deadline and proc.poll() is None:
+        if meta.exists():
+            try:
+                n_parts = sqlite3.connect(meta, timeout=0.1).execute("SELECT COUNT(*) FROM parts").fetchone()[0]
+            except sqlite3.Error:
+                n_parts = 0
+            if n_parts >= 5:
+                break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if proc.returncode != -signal.SIGKILL or out.exists():
+        pytest.skip("the build finished before it could be killed")
+    assert not out.exists() and work_dir(out).is_dir()
+    summary = build_index(model_dir, [corpus], out, part_sentences=4, progress=False)
+    assert summary["resumed"] and summary["parts_reused"] >= 5
+    index = RhetoricIndex.load(out)
+    texts = [index.record(i).text for i in range(len(index))]
+    assert len(texts) == len(set(texts)) == 600
