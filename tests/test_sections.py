@@ -174,3 +174,19 @@ def test_bad_forced_section_is_an_error():
     with pytest.raises(ValueError, match="not section names"):
         build_section_aware_sentence_classifier(spacy.registry.resolve({"t": TOK2VEC})["t"],
                                                 forced_sections=["acknowledgements"])
+
+
+def test_section_features_one_hot_scaled():
+    from thinc.api import NumpyOps
+
+    from spacy_rhetoric.ml.pooling import make_indices
+    from spacy_rhetoric.ml.sections import SECTION_FEATURES, section_features
+
+    nlp = spacy.blank("en")
+    doc = sectioned_doc(nlp, ["A b.", "C d."], ["results", None], ["4 Results", None])
+    X = ([doc], make_indices(NumpyOps(), [[(0, 3), (3, 6)]]))
+    feats = section_features(scale=5.0).predict(X)
+    assert feats.shape == (2, len(SECTION_FEATURES))
+    assert feats[0, SECTION_FEATURES.index("results")] == 5.0 and feats[0].sum() == 5.0
+    assert feats[1, SECTION_FEATURES.index(UNKNOWN)] == 5.0
+    assert not section_features(use_sections=False).predict(X).any()
