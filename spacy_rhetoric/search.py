@@ -237,6 +237,18 @@ def check_pipeline(nlp) -> None:
         )
 
 
+def not_for_vectors(nlp) -> List[str]:
+    """The components a sentence vector does not need (to disable for
+    queries): all but the encoder and the tok2vec/transformer it listens to;
+    sentence splitters too (a query is one sentence)."""
+    encoders = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder"]
+    keep = set(encoders)
+    for name, pipe in nlp.pipeline:
+        if set(getattr(pipe, "listening_components", None) or []) & set(encoders):
+            keep.add(name)
+    return [n for n in nlp.pipe_names if n not in keep]
+
+
 def load_pipeline(model: PathLike):
     """``spacy.load`` with a clear error, checked for an encoder."""
     import spacy
@@ -371,9 +383,9 @@ def index_factory_for(n: int, index_type: str = "auto", *, dim: int = 384) -> Tu
 
 def pipeline_dim(nlp) -> int:
     """The dimension of the pipeline's sentence vectors (one probe sentence)."""
-    from .readers.common import doc_from_sentences, sentence_splitters
+    from .readers.common import doc_from_sentences
 
-    with nlp.select_pipes(disable=sentence_splitters(nlp)):
+    with nlp.select_pipes(disable=not_for_vectors(nlp)):
         doc = nlp(doc_from_sentences(nlp, ["This is a probe sentence."]))
     vector = ext.get_span_value(doc[:], ext.VECTOR)
     if vector is None:
@@ -758,14 +770,14 @@ class RhetoricIndex:
 
     def encode(self, texts: Union[str, Sequence[str]]) -> numpy.ndarray:
         """Vectors ``[n, d]`` of query sentences, each encoded as a one-sentence Doc."""
-        from .readers.common import doc_from_sentences, sentence_splitters
+        from .readers.common import doc_from_sentences
 
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
             raise SearchIndexError("a query must be a non-empty sentence")
         nlp = self.nlp
         docs = [doc_from_sentences(nlp, [t]) for t in texts]
-        with nlp.select_pipes(disable=sentence_splitters(nlp)):
+        with nlp.select_pipes(disable=not_for_vectors(nlp)):
             docs = list(nlp.pipe(docs))
         out = []
         for text, doc in zip(texts, docs):

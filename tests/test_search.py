@@ -23,6 +23,7 @@ from spacy_rhetoric.search import (
     build_index,
     index_factory_for,
     make_index,
+    not_for_vectors,
     selector_params,
     work_dir,
 )
@@ -96,6 +97,13 @@ def test_index_then_search_finds_own_entry(built):
         assert by_vector[0].id == i and by_vector[0].score == pytest.approx(1.0, abs=1e-4)
         by_text = index.search(record.text, k=3)
         assert by_text[0].text == record.text
+
+
+def test_queries_run_the_encoder_only(built):
+    index = RhetoricIndex.load(built[0])
+    assert not_for_vectors(index.nlp) == ["sentencizer", "rhetoric_function_classifier"]
+    vector = index.encode(PAPERS[0][0])
+    assert vector.shape == (1, index.index.d) and abs(float(numpy.linalg.norm(vector)) - 1) < 1e-4
 
 
 def test_metadata_round_trip(built, model_dir):
