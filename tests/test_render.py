@@ -167,7 +167,7 @@ def test_render_alignment_links(nlp, annotated):
     assert parsed.external == []
 
 
-def test_page_in_headless_chromium(annotated, tmp_path):
+def test_page_in_headless_chromium(nlp, annotated, tmp_path):
     page_path = tmp_path / "paper.html"
     page_path.write_text(render_paper(annotated), encoding="utf8")
     dom = run_chromium(page_path, tmp_path, "--dump-dom")
@@ -176,6 +176,24 @@ def test_page_in_headless_chromium(annotated, tmp_path):
     assert len(parsed.sents) == 16
     assert {s["data-label"] for s in parsed.sents} <= set(LABELS)
     assert len(parsed.legend) == len({s["data-label"] for s in parsed.sents})
+    # hovering a sentence fills the tooltip (label, scores, section); hovering an aligned sentence marks its partner
+    hover = ("<script>var s=document.querySelectorAll('.rh-sent')[2];"
+             "s.dispatchEvent(new MouseEvent('mouseenter',{clientX:20,clientY:20}));</script></body>")
+    page_path.write_text(render_paper(annotated).replace("</body>", hover), encoding="utf8")
+    tip = re.search(r'<div id="rh-tip"[^>]*>(.*?)</div>', run_chromium(page_path, tmp_path, "--dump-dom"), re.S)
+    assert tip and "hidden" not in tip.group(0).split(">")[0]
+    third = sentence_records(annotated[0])[2]
+    assert f"<b>{third['label']}</b>" in tip.group(1) and "section: Methods" in tip.group(1)
+    assert all(label in tip.group(1) for label in LABELS) and tip.group(1).count("<tr>") == len(LABELS)
+    a = encode_paper(nlp, annotated[0], name="A")
+    b = encode_paper(nlp, annotated[1], name="B")
+    alignments = align_encoded(a, b)
+    page_path.write_text(render_alignment(a, b, alignments).replace(
+        "</body>", hover.replace("[2]", "[0]")), encoding="utf8")
+    hit = parse(run_chromium(page_path, tmp_path, "--dump-dom"))
+    marked = [s["id"] for s in hit.sents if "rh-hit" in s["class"].split()]
+    assert marked == [f"b-{alignments[0].b_index}"]
+    page_path.write_text(render_paper(annotated), encoding="utf8")
     shot = tmp_path / "shot.png"
     run_chromium(page_path, tmp_path, f"--screenshot={shot}", "--window-size=900,600", "--hide-scrollbars")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
