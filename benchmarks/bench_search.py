@@ -10,8 +10,15 @@ Vectors are SYNTHETIC and clustered (no corpus of 1M encoded sentences here):
 0.6 * sub-centre offset + ``--noise`` * isotropic noise, L2-normalised.
 Queries are fresh draws from the same mixture (not in the index).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_search.py --n 100000 --dim 384 \
-        --configs flat hnsw:32:64,128 ivfpq:64,128 --out benchmarks/results/search_100k.json
+    OMP_NUM_THREADS=1 python benchmarks/bench_search.py --n 1000000 --noise 1.5 \
+        --configs flat ivfpq:32,64,128,256:10,20 --out benchmarks/results/search_1m_noise1.5.json
+
+Configs: ``flat``; ``hnsw:M:ef1,ef2`` (``HNSW{M},Flat``, efConstruction 64);
+``ivfpq:np1,np2:kf1,kf2`` (the ``index_type="ivfpq"`` factory: sqrt(n) lists,
+4-bit fast-scan PQ, exact re-ranking of kf x k candidates; nprobe np). The
+exact index is timed on ``--flat-queries`` queries only (its recall is 1).
+Timings are wall-clock on one thread; on a shared machine they include the
+other jobs' load.
 """
 import argparse
 import json
