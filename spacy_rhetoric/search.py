@@ -846,7 +846,11 @@ class RhetoricIndex:
     def _faiss_search(self, q: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray]):
         k = min(k, self.index.ntotal)
         params = None if allowed is None else selector_params(self.index, allowed, k)
-        scores, ids = self.index.search(q, k, params=params)
+        # faiss.contrib.torch_utils (imported by e.g. pytorch-metric-learning)
+        # replaces Index.search process-wide with a wrapper that has no
+        # ``params``; the numpy original stays reachable as ``search_numpy``.
+        search = getattr(self.index, "search_numpy", self.index.search)
+        scores, ids = search(q, k, params=params)
         return ids[0], scores[0]
 
     def close(self) -> None:

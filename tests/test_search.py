@@ -303,3 +303,12 @@ def test_killed_build_resumes_without_duplicates(model_dir, tmp_path):
     index = RhetoricIndex.load(out)
     texts = [index.record(i).text for i in range(len(index))]
     assert len(texts) == len(set(texts)) == 600
+
+
+def test_filtered_search_survives_faiss_torch_utils(built):
+    """pytorch-metric-learning imports faiss.contrib.torch_utils, which patches
+    Index.search for the whole process; filtered search must still work."""
+    pytest.importorskip("faiss.contrib.torch_utils")
+    import faiss.contrib.torch_utils  # noqa: F401
+
+    test_filters(built)
