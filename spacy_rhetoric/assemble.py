@@ -11,6 +11,9 @@ step) and by ``spacy-rhetoric demo``.
   listeners found through the upstream's ``listener_map`` and the listener
   blocks of the component's config), so it runs without its old upstream and
   never attaches to the parser's own ``tok2vec``.
+  Exception (``shared_upstream``): components of one training pipeline that
+  together are all the listeners of its ``transformer`` (rhetoric_trf.cfg's
+  classifier + encoder) keep it, sourced once, so it runs once per doc.
 - No two components may write one sentence field: two classifiers need
   different ``label_field``/``scores_field`` (the fine classifier of
   ``spacy_rhetoric/configs/fine_classifier_cpu.cfg`` writes ``fine_label``), and one encoder
@@ -77,6 +80,31 @@ def detach_listeners(nlp: Language, name: str) -> List[str]:
         nlp.replace_listeners(upstream, name, own)
         replaced.extend(f"{path} <- {upstream}" for path in own)
     return replaced
+
+
+def shared_upstream(source: Language, name: str, factories: Sequence[str], nlp: Language) -> str:
+    """The upstream (``transformer``) that component ``name`` of ``source``
+    shares with the other components requested from ``source`` (``factories``),
+    so the assembled pipeline runs it once for all of them (rhetoric_trf.cfg's
+    classifier + encoder); "" when it listens to no upstream, the upstream has
+    listeners that are not requested, a listener block says ``upstream = "*"``,
+    or ``nlp`` already has a component of that name (the parser's ``tok2vec``):
+    then the component gets its own copy (``detach_listeners``)."""
+    wanted = {n for n in source.pipe_names if source.get_pipe_meta(n).factory in factories}
+    for upstream in source.pipe_names:
+        listeners = getattr(source.get_pipe(upstream), "listener_map", {})
+        if name not in listeners:
+            continue
+        names = set(listeners)
+        explicit = all(up == upstream for n in names for _, up in listener_paths(source.get_pipe_config(n)))
+        if len(names) > 1 and names <= wanted and explicit and upstream not in nlp.pipe_names:
+            return upstream
+        return ""
+    return ""
+
+
+def _source_key(source: Source) -> Union[int, str]:
+    return id(source) if isinstance(source, Language) else str(Path(source).resolve())
 
 
 def written_fields(nlp: Language, name: str) -> List[str]:
@@ -149,18 +177,30 @@ def assemble(
     if sections and any(f == CLASSIFIER for _, f in components) and SECTION_TAGGER not in nlp.pipe_names:
         nlp.add_pipe(SECTION_TAGGER)  # sent._.rhetoric_section from the headings, read by section-aware classifiers
         report[SECTION_TAGGER] = "packaged rules and heading classifier"
-    loaded: Dict[str, Language] = {}
+    loaded: Dict[Union[int, str], Language] = {}
+    shared_of: Dict[Tuple[Union[int, str], str], str] = {}
     for source, factory in components:
         if isinstance(source, Language):
             source_nlp, where = source, source.meta.get("name", "a pipeline")
         else:
             where = str(source)
-            key = str(Path(source).resolve())
+            key = _source_key(source)
             if key not in loaded:
                 loaded[key] = spacy.load(check_input(source, what=f"{factory} pipeline", file_ok=False, dir_ok=True))
             source_nlp = loaded[key]
         name = find_component(source_nlp, factory)
-        detached = detach_listeners(source_nlp, name)
+        if (_source_key(source), name) not in shared_of:
+            # decided for all components of this source before any of them is added
+            # (adding components re-links the upstream's listener_map)
+            same_source = [f for s, f in components if _source_key(s) == _source_key(source)]
+            for other in {find_component(source_nlp, f) for f in same_source}:
+                shared_of[(_source_key(source), other)] = shared_upstream(source_nlp, other, same_source, nlp)
+        shared = shared_of[(_source_key(source), name)]
+        if shared and shared not in nlp.pipe_names:
+            listeners = ", ".join(source_nlp.get_pipe(shared).listening_components)
+            nlp.add_pipe(shared, source=source_nlp)
+            report[shared] = f"from {where}, shared by {listeners}"
+        detached = [] if shared else detach_listeners(source_nlp, name)
         new_name = name if name not in nlp.pipe_names else f"rhetoric_{name}"
         if new_name in nlp.pipe_names:
             raise ValueError(f"{where}: a component named {name!r} (and {new_name!r}) is in the pipeline already")

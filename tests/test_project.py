@@ -1,0 +1,125 @@
+"""project.yml, read with spaCy's own project loader (weasel): the two profiles
+(`all` = best: one shared MiniLM transformer for the coarse classifier and the
+encoder; `all-fast` = the tok2vec pipeline) resolve to the right configs, every
+script names existing configs, config settings and `spacy-rhetoric`
+sub-commands, `--vars.gpu_id` reaches every `spacy train`, and the assembly of
+a shared-upstream pipeline keeps one upstream and adds the section tagger."""
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+import spacy
+from weasel.util import load_project_config
+
+from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, SECTION_TAGGER, assemble, save_pipeline
+from spacy_rhetoric.cli import COMMAND_MODULES, _load_commands, app
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "spacy_rhetoric" / "configs"
+CONFIG_RE = re.compile(r"spacy_rhetoric/configs/([\w.-]+)\.cfg")
+PROFILE_CONFIGS = {
+    "all": {"rhetoric_trf", "fine_classifier_cpu"},
+    "all-fast": {"classifier_cpu", "encoder_cpu", "fine_classifier_cpu"},
+}
+
+
+def project(tmp_path, **overrides):
+    """project.yml loaded and interpolated by weasel (from a copy: the loader
+    creates the `directories`)."""
+    shutil.copy(ROOT / "project.yml", tmp_path / "project.yml")
+    return load_project_config(tmp_path, overrides={f"vars.{k}": v for k, v in overrides.items()})
+
+
+def scripts(config, workflow=None):
+    commands = {c["name"]: c for c in config["commands"]}
+    names = config["workflows"][workflow] if workflow else list(commands)
+    return [(name, shlex.split(line)) for name in names for line in commands[name].get("script", [])]
+
+
+def train_lines(lines):
+    return [args for _, args in lines if args[:4] == ["python", "-m", "spacy", "train"]]
+
+
+@pytest.mark.parametrize("workflow", sorted(PROFILE_CONFIGS))
+def test_profile_workflow_resolves_to_its_configs(tmp_path, workflow):
+    config = project(tmp_path)
+    lines = scripts(config, workflow)
+    trained = {CONFIG_RE.search(args[4]).group(1) for args in train_lines(lines)}
+    assert trained == PROFILE_CONFIGS[workflow]
+    assemble_args = [args for _, args in lines if args[3:4] == ["assemble"]]
+    assert len(assemble_args) == 1
+    args = assemble_args[0]
+    opts = {k: args[i + 1] for i, k in enumerate(args) if k.startswith("--")}
+    assert {"--phrases", "--classifier", "--fine-classifier", "--encoder"} <= set(opts)
+    # best: classifier and encoder come from one pipeline (one shared transformer)
+    assert (opts["--classifier"] == opts["--encoder"]) == (workflow == "all")
+    # the workflow ends with the package of the pipeline it assembled
+    package = [args for _, args in lines if args[3:4] == ["package"]]
+    assert package and package[-1][4] == args[4]
+
+
+def test_gpu_id_var_reaches_every_spacy_train(tmp_path):
+    config = project(tmp_path, gpu_id=0)
+    lines = train_lines(scripts(config))
+    assert lines
+    for args in lines:
+        assert args[args.index("--gpu-id") + 1] == "0", args
+
+
+def test_scripts_reference_existing_configs_settings_and_commands(tmp_path):
+    _load_commands()
+    sub_commands = {c.name for c in app.registered_commands}
+    assert len(COMMAND_MODULES) <= len(sub_commands)
+    for profile in ({}, {"gpu_id": 0}):
+        for name, args in scripts(project(tmp_path, **profile)):
+            for word in args:
+                for cfg in CONFIG_RE.findall(word):
+                    assert (CONFIGS / f"{cfg}.cfg").is_file(), (name, cfg)
+            if args[:3] == ["python", "-m", "spacy_rhetoric"]:
+                assert args[3] in sub_commands, (name, args[3])
+    # every dotted `spacy train` override is a setting of the config it is given to
+    for args in train_lines(scripts(project(tmp_path))):
+        cfg = spacy.util.load_config(ROOT / args[4], interpolate=False)
+        for opt in [a for a in args[5:] if a.startswith("--") and "." in a]:
+            node = cfg
+            for part in opt[2:].split("."):
+                assert part in node, (args[4], opt)
+                node = node[part]
+
+
+def test_assemble_shares_one_upstream_and_adds_the_section_tagger(tmp_path):
+    """What `assemble` does with the best profile's pipeline: a classifier and an
+    encoder listening to one upstream of their pipeline (rhetoric_trf.cfg's
+    transformer; here a tok2vec named "shared") keep it, once; the section
+    tagger goes before them."""
+    listener = {"@architectures": "spacy.Tok2VecListener.v1", "width": 96, "upstream": "shared"}
+    source = spacy.blank("en")
+    source.add_pipe("sentencizer")
+    source.add_pipe("tok2vec", name="shared")
+    source.add_pipe(CLASSIFIER, config={"model": {"tok2vec": listener}})
+    source.add_pipe(ENCODER, config={"model": {"tok2vec": listener}})
+    doc = source.make_doc("We propose a parser. It works well.")
+    doc[0].is_sent_start, doc[5].is_sent_start = True, True
+    from spacy.training import Example
+
+    from spacy_rhetoric import set_sent_labels
+
+    ref = doc.copy()
+    set_sent_labels(ref, ["objective", "result"])
+    source.initialize(lambda: [Example(source.make_doc(doc.text), ref)])
+    parser = spacy.blank("en")
+    parser.add_pipe("sentencizer")
+    nlp, report = assemble(parser, [(source, CLASSIFIER), (source, ENCODER)])
+    assert nlp.pipe_names == ["sentencizer", SECTION_TAGGER, "shared", CLASSIFIER, ENCODER]
+    assert sorted(nlp.get_pipe("shared").listening_components) == sorted([CLASSIFIER, ENCODER])
+    assert "own copy" not in report[CLASSIFIER] + report[ENCODER]
+    assert report["shared"].endswith(f"shared by {CLASSIFIER}, {ENCODER}")
+    out = nlp("We propose a parser. It works well.")
+    assert all(s._.rhetoric_label is not None and s._.rhetoric_vector is not None for s in out.sents)
+    save_pipeline(nlp, tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert sorted(loaded.get_pipe("shared").listening_components) == sorted([CLASSIFIER, ENCODER])
+    again = loaded("We propose a parser. It works well.")
+    assert [s._.rhetoric_label for s in again.sents] == [s._.rhetoric_label for s in out.sents]
