@@ -251,3 +251,18 @@ def test_section_encoder_needs_sentences(tiny_model_dir):
     enc = nlp.add_pipe("rhetoric_section_encoder", config={"model_name": str(tiny_model_dir)})
     with pytest.raises(ValueError, match="sentence boundaries"):
         enc(nlp.make_doc("No boundaries here"))
+
+
+def test_train_cosaemb_cli(tmp_path, tiny_model_dir, shared_data):
+    from typer.testing import CliRunner
+
+    from spacy_rhetoric.cli import _load_commands, app
+
+    _load_commands()
+    topic = shared_data / "cl-scisumm" / "training-40-manual" / "C00-2123"
+    result = CliRunner().invoke(app, [
+        "train-cosaemb", str(topic), str(tmp_path / "out"), "--model", str(tiny_model_dir), "--max-citing", "2",
+        "--max-length", "64", "--max-steps", "1", "--batch-size", "2"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "model" / "model.safetensors").exists()
+    assert (tmp_path / "out" / "cosaemb.json").exists()
