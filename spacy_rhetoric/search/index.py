@@ -1,51 +1,5 @@
-"""Search a corpus for sentences that make the same rhetorical move.
-
-``build_index`` encodes every sentence of a corpus with a trained pipeline
-(``sent._.rhetoric_vector`` from ``rhetoric_sentence_encoder``) into a faiss
-index plus a metadata store; :class:`RhetoricIndex` loads it and answers
-queries (a sentence, encoded with the same pipeline, or a vector), filtered by
-label, section or paper.
-
-An index is a directory::
-
-    INDEX/index.faiss       faiss.write_index (inner product of unit vectors = cosine)
-    INDEX/sentences.sqlite  one row per vector (id = faiss id): paper, section,
-                            heading, sentence index, sid, text, label (predicted
-                            by the pipeline's classifier, else the corpus' gold
-                            label), fine label, gold label, scores (JSON)
-    INDEX/index.json        pipeline path and meta, dimension, size, faiss
-                            factory string and search parameters, inputs
-
-No pickle anywhere. Corpora: ``.spacy`` DocBins, the JSONL written by
-``spacy-rhetoric label`` (one sentence per line, consecutive lines of one
-``paper_id`` are one paper) and paper files in any format
-``readers.papers.detect_format`` knows (TEI, JATS, S2ORC, CL-SciSumm XML,
-text), given as files or folders (searched recursively, hidden files left
-out). A file that cannot be read is skipped and counted.
-
-The build is resumable and atomic. Work happens in ``INDEX.tmp-dir``: papers
-are cut into parts of about ``part_sentences`` sentences (the cut depends only
-on the inputs, whose sha1s are recorded in ``build.json``, so a rerun cuts them
-the same way); a part's vectors go to ``vectors/part-N.npy`` (temporary file +
-rename), then its rows and its done-marker are committed to the SQLite store
-in one transaction. A rerun skips the parts marked done, so an interrupted
-build resumes without duplicates or gaps. At the end the faiss index and
-``index.json`` are written, the part vectors removed, and ``INDEX.tmp-dir``
-renamed to ``INDEX`` (a previous index there is replaced only then).
-
-Index type (``index_type="auto"``): exact ``IndexFlatIP`` up to
-``EXACT_MAX_VECTORS`` vectors, IVF-PQ above (``"ivfpq"``: sqrt(n) inverted
-lists, 4-bit fast-scan PQ codes, the best ``k_factor_rf * k`` candidates
-re-ranked exactly; it builds in minutes on one thread where HNSW takes far
-longer); ``"hnsw"`` (``HNSW_FACTORY``), ``"flat"`` or any faiss
-``index_factory`` string override it. Search parameters (``nprobe``,
-``efSearch``) are stored in ``index.json``. Recall@10 and ms/query at 100k
-and 1M vectors: ``benchmarks/bench_search.py``.
-
-Filtered search: the ids allowed by the filters come from SQLite; up to
-``SUBSET_EXACT_MAX`` of them are searched exactly (their vectors
-reconstructed from the index), more go to faiss with an ``IDSelectorBatch``.
-"""
+"""Build, resume and query a rhetorical search index (the on-disk layout
+and the design are in the package docstring, ``spacy_rhetoric.search``)."""
 import json
 import os
 import shutil
@@ -53,41 +7,62 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
-from . import extensions as ext
-from .io import PathError, atomic_path, atomic_write_json, check_input, check_output
-from .neighbours import as_matrix, l2_normalize
-
-PathLike = Union[str, Path]
+from .. import extensions as ext
+from ..io import PathError, atomic_path, atomic_write_json, check_input, check_output
+from ..neighbours import as_matrix, l2_normalize
+from .faiss_index import (
+    SUBSET_EXACT_MAX,
+    check_index_type,
+    index_factory_for,
+    make_index,
+    pipeline_dim,
+    selector_params,
+    set_search_params,
+)
+from .sources import (
+    PathLike,
+    SearchIndexError,
+    corpus_files,
+    encode_papers,
+    iter_corpus,
+    iter_parts,
+    load_pipeline,
+    not_for_vectors,
+)
 
 INDEX_FILE = "index.faiss"
+
+
 META_FILE = "sentences.sqlite"
+
+
 CONFIG_FILE = "index.json"
+
+
 BUILD_FILE = "build.json"
+
+
 VECTOR_DIR = "vectors"
+
+
 WORK_SUFFIX = ".tmp-dir"
+
+
 FORMAT_VERSION = 1
 
-EXACT_MAX_VECTORS = 200_000
-HNSW_FACTORY = "HNSW32,Flat"
-HNSW_PARAMS = {"efSearch": 128}
-HNSW_EF_CONSTRUCTION = 64
-IVFPQ_PARAMS = {"nprobe": 64, "k_factor_rf": 20}
-IVF_KMEANS_ITERATIONS = 10
-SUBSET_EXACT_MAX = 50_000
+
 DEFAULT_PART_SENTENCES = 2000
-INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
+
 
 COLUMNS = ("paper", "sent_index", "section", "heading", "sid", "text", "label", "fine_label",
            "gold_label", "phrase_label", "scores", "fine_scores")
+
+
 FILTERS = {"label": "label", "section": "section", "paper": "paper"}
-
-
-class SearchIndexError(ValueError):
-    """An index, corpus or query that cannot be used (the message names it)."""
 
 
 @dataclass
@@ -112,214 +87,6 @@ class Hit:
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
-
-# -- corpus reading ------------------------------------------------------------------------------
-
-def corpus_files(paths: Iterable[PathLike]) -> List[Path]:
-    """The files named in ``paths`` and those below the folders (sorted,
-    recursive, hidden files left out); a clear error for a missing path."""
-    from .readers.papers import paper_files
-
-    files: List[Path] = []
-    for path in paths:
-        check_input(path, what="corpus", dir_ok=True)
-        files.extend(paper_files(path))
-    if not files:
-        raise SearchIndexError(f"no files found in {', '.join(str(p) for p in paths)}")
-    return files
-
-
-def _sentence(text: str, **values: Any) -> Dict[str, Any]:
-    out = {"text": " ".join(str(text).split())}
-    out.update({k: (None if v is None else str(v)) for k, v in values.items()})
-    return out
-
-
-def doc_paper(doc, default_id: str) -> Dict[str, Any]:
-    """A Doc (from a DocBin or a paper reader) as a plain paper record: its id
-    and its sentences with gold label, section, heading and sid."""
-    paper_id = ext.get_doc_value(doc, ext.DOC_ID) or default_id
-    sents = list(doc.sents) if doc.has_annotation("SENT_START") else [doc[:]]
-    out = []
-    for sent in sents:
-        if not sent.text.strip():
-            continue
-        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
-        out.append(_sentence(sent.text, gold_label=get(ext.LABEL), section=get(ext.SECTION),
-                             heading=get(ext.HEADING), sid=get(ext.SID)))
-    return {"paper": str(paper_id), "sentences": out}
-
-
-def _jsonl_papers(path: Path, stats) -> Iterator[Dict[str, Any]]:
-    """Label JSONL: consecutive lines of one paper id are one paper."""
-    from .readers.common import ReaderError, iter_jsonl
-
-    current: Optional[Dict[str, Any]] = None
-    for line, rec in iter_jsonl(path, errors="skip", stats=stats):
-        text = rec.get("text", rec.get("sentence"))
-        if not isinstance(text, str) or not text.strip():
-            stats.skip(ReaderError(path, line, "no non-empty string field 'text'", field="text"))
-            continue
-        stats.used += 1
-        paper_id = str(rec.get("paper_id", rec.get("doc_id", rec.get("id", path.stem))))
-        if current is None or current["paper"] != paper_id:
-            if current is not None:
-                yield current
-            current = {"paper": paper_id, "sentences": []}
-        current["sentences"].append(_sentence(text, gold_label=rec.get("label"), section=rec.get("section"),
-                                              heading=rec.get("heading"), sid=rec.get("sid")))
-    if current is not None:
-        yield current
-
-
-def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Dict[str, Any]]:
-    """Plain paper records (``paper``, ``sentences``) from ``.spacy``, label
-    ``.jsonl`` and paper files (``readers.papers.read_paper``, any format it
-    detects). Unreadable files and records are skipped and counted in
-    ``stats`` (a ``readers.common.ReadStats``)."""
-    from spacy.tokens import DocBin
-
-    from .readers.common import ReaderError, ReadStats
-    from .readers.papers import read_paper
-
-    stats = stats if stats is not None else ReadStats(name="corpus files")
-    for path in corpus_files(paths):
-        suffix = path.suffix.lower()
-        try:
-            if suffix == ".jsonl":
-                papers = list(_jsonl_papers(path, stats))
-            else:
-                stats.read += 1
-                if suffix == ".spacy":
-                    try:
-                        docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab_nlp.vocab))
-                    except Exception as err:  # noqa: BLE001 - name the file
-                        raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
-                    papers = [doc_paper(d, f"{path.stem}:{i}") for i, d in enumerate(docs) if len(d)]
-                else:
-                    papers = [doc_paper(read_paper(path, vocab_nlp), path.stem)]
-                stats.used += 1
-        except ReaderError as err:
-            stats.skip(err)
-            continue
-        except (OSError, UnicodeDecodeError) as err:
-            stats.skip(ReaderError(path, None, f"cannot read: {err}"))
-            continue
-        for paper in papers:
-            if paper["sentences"]:
-                stats.docs += 1
-                stats.sentences += len(paper["sentences"])
-                yield paper
-
-
-def iter_parts(papers: Iterable[Dict[str, Any]], part_sentences: int) -> Iterator[List[Dict[str, Any]]]:
-    """Consecutive papers in groups of at least ``part_sentences`` sentences
-    (the last group may be smaller); a paper is never cut."""
-    part: List[Dict[str, Any]] = []
-    size = 0
-    for paper in papers:
-        part.append(paper)
-        size += len(paper["sentences"])
-        if size >= part_sentences:
-            yield part
-            part, size = [], 0
-    if part:
-        yield part
-
-
-# -- encoding ---------------------------------------------------------------------------------------
-
-def check_pipeline(nlp) -> None:
-    if not any(nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder" for n in nlp.pipe_names):
-        raise SearchIndexError(
-            f"the pipeline has no rhetoric_sentence_encoder (components: {', '.join(nlp.pipe_names) or 'none'}); "
-            "search needs sent._.rhetoric_vector"
-        )
-
-
-def not_for_vectors(nlp) -> List[str]:
-    """The components a sentence vector does not need (to disable for
-    queries): all but the encoder and the tok2vec/transformer it listens to;
-    sentence splitters too (a query is one sentence)."""
-    encoders = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder"]
-    keep = set(encoders)
-    for name, pipe in nlp.pipeline:
-        if set(getattr(pipe, "listening_components", None) or []) & set(encoders):
-            keep.add(name)
-    return [n for n in nlp.pipe_names if n not in keep]
-
-
-def load_pipeline(model: PathLike):
-    """``spacy.load`` with a clear error, checked for an encoder."""
-    import spacy
-
-    import spacy_rhetoric  # noqa: F401 - factories and extensions
-
-    try:
-        nlp = spacy.load(model)
-    except (OSError, IOError) as err:
-        raise SearchIndexError(f"cannot load pipeline {str(model)!r}: {err}") from err
-    check_pipeline(nlp)
-    return nlp
-
-
-def paper_doc(nlp, paper: Dict[str, Any]):
-    """The Doc of a paper record: its sentences as preset boundaries, sections,
-    headings, sids and doc id in the store (gold labels are kept apart)."""
-    from .readers.common import doc_from_sentences
-
-    sents = paper["sentences"]
-    doc = doc_from_sentences(nlp, [s["text"] for s in sents], sections=[s.get("section") for s in sents],
-                             sids=[s.get("sid") for s in sents], doc_id=paper["paper"])
-    ext.set_span_values(doc, ext.HEADING, list(doc.sents), [s.get("heading") for s in sents])
-    return doc
-
-
-def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
-    """The vectors ``[n, d]`` and metadata rows of an annotated Doc's
-    sentences; sentences without a vector (whitespace only) are left out."""
-    paper = ext.get_doc_value(doc, ext.DOC_ID)
-    vectors, rows = [], []
-    for i, sent in enumerate(doc.sents):
-        vector = ext.get_span_value(sent, ext.VECTOR)
-        if vector is None:
-            continue
-        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
-        gold_label = gold[i] if gold is not None else None
-        label = get(ext.LABEL)
-        rows.append({
-            "paper": None if paper is None else str(paper), "sent_index": i,
-            "section": get(ext.SECTION) or get(ext.HEADING), "heading": get(ext.HEADING), "sid": get(ext.SID),
-            "text": sent.text, "label": label if label is not None else gold_label,
-            "fine_label": get(ext.FINE_LABEL), "gold_label": gold_label, "phrase_label": get(ext.PHRASE_LABEL),
-            "scores": get(ext.SCORES) or {}, "fine_scores": get(ext.FINE_SCORES) or {},
-        })
-        vectors.append(vector)
-    matrix = numpy.vstack(vectors).astype("float32") if vectors else numpy.zeros((0, 0), "float32")
-    return matrix, rows
-
-
-def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
-                  ) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
-    """Run ``nlp`` over paper records (preset boundaries kept: sentence
-    splitters disabled) and collect every sentence's vector and row."""
-    from .readers.common import sentence_splitters
-
-    docs = [paper_doc(nlp, p) for p in papers]
-    golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
-    matrices, rows = [], []
-    with nlp.select_pipes(disable=sentence_splitters(nlp)):
-        for doc, gold in zip(nlp.pipe(docs, batch_size=batch_size), golds):
-            matrix, doc_rows = sentence_rows(doc, gold)
-            if doc_rows:
-                matrices.append(matrix)
-                rows.extend(doc_rows)
-    if not rows:
-        return numpy.zeros((0, 0), "float32"), []
-    return numpy.vstack(matrices), rows
-
-
-# -- the metadata store -----------------------------------------------------------------------------
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sentences (
@@ -357,90 +124,9 @@ def _row_hit(row: sqlite3.Row, score: float) -> Hit:
     return Hit(score=float(score), **values)
 
 
-# -- building ------------------------------------------------------------------------------------
-
 def work_dir(index_path: PathLike) -> Path:
     path = Path(index_path)
     return path.with_name(path.name + WORK_SUFFIX)
-
-
-def index_factory_for(n: int, index_type: str = "auto", *, dim: int = 384) -> Tuple[str, Dict[str, Any]]:
-    """The faiss factory string and search parameters for ``n`` vectors of ``dim``."""
-    if index_type == "auto":
-        index_type = "flat" if n <= EXACT_MAX_VECTORS else "ivfpq"
-    if index_type == "flat":
-        return "Flat", {}
-    if index_type == "hnsw":
-        return HNSW_FACTORY, dict(HNSW_PARAMS)
-    if index_type == "ivfpq":
-        nlist = int(max(16, min(65536, round(n ** 0.5))))
-        if dim % 8 == 0:  # 4-bit fast-scan PQ of 4 dims per code, exact re-ranking
-            return f"IVF{nlist},PQ{dim // 4}x4fs,RFlat", dict(IVFPQ_PARAMS)
-        m = max(d for d in range(1, max(1, dim // 8) + 1) if dim % d == 0)
-        return f"IVF{nlist},PQ{m},RFlat", dict(IVFPQ_PARAMS)
-    return index_type, {}  # any faiss index_factory string
-
-
-def pipeline_dim(nlp) -> int:
-    """The dimension of the pipeline's sentence vectors (one probe sentence)."""
-    from .readers.common import doc_from_sentences
-
-    with nlp.select_pipes(disable=not_for_vectors(nlp)):
-        doc = nlp(doc_from_sentences(nlp, ["This is a probe sentence."]))
-    vector = ext.get_span_value(doc[:], ext.VECTOR)
-    if vector is None:
-        raise SearchIndexError("the pipeline gave no rhetoric_vector for a probe sentence")
-    return int(vector.shape[0])
-
-
-def check_index_type(index_type: str, dim: int) -> None:
-    """``index_type`` is one of INDEX_TYPES or a faiss factory string usable at ``dim``."""
-    import faiss
-
-    if index_type in INDEX_TYPES:
-        return
-    try:
-        faiss.index_factory(dim, index_type, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as err:
-        raise SearchIndexError(f"index type must be one of {', '.join(INDEX_TYPES)} or a faiss index_factory "
-                               f"string valid for {dim}-d vectors; got {index_type!r} "
-                               f"({str(err).strip().splitlines()[-1]})") from None
-
-
-def make_index(vectors: numpy.ndarray, factory: str, *, seed: int = 0, train_max: int = 100_000):
-    """A faiss index (inner product) from ``factory`` holding ``vectors`` (unit rows)."""
-    import faiss
-
-    dim = vectors.shape[1]
-    try:
-        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as err:
-        raise SearchIndexError(f"faiss cannot make an index from {factory!r}: {err}") from err
-    ivf = faiss.try_extract_index_ivf(index)
-    if ivf is not None:
-        ivf.cp.niter = IVF_KMEANS_ITERATIONS
-        train_max = min(train_max, 64 * ivf.nlist)
-    elif hasattr(faiss.downcast_index(index), "hnsw"):
-        faiss.downcast_index(index).hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-    if not index.is_trained:
-        rng = numpy.random.default_rng(seed)
-        sample = vectors if len(vectors) <= train_max else \
-            vectors[numpy.sort(rng.choice(len(vectors), train_max, replace=False))]
-        index.train(numpy.ascontiguousarray(sample))
-    for start in range(0, len(vectors), 100_000):
-        index.add(numpy.ascontiguousarray(vectors[start:start + 100_000]))
-    return index
-
-
-def set_search_params(index, params: Dict[str, Any]) -> None:
-    import faiss
-
-    space = faiss.ParameterSpace()
-    for name, value in params.items():
-        try:
-            space.set_index_parameter(index, name, value)
-        except RuntimeError as err:
-            raise SearchIndexError(f"index parameter {name}={value!r} does not apply to this index: {err}") from err
 
 
 def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = ()) -> Path:
@@ -459,7 +145,7 @@ def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = ()) ->
 
 
 def _build_settings(model: PathLike, nlp, files: Sequence[Path], part_sentences: int) -> Dict[str, Any]:
-    from .corpus.inputs import file_fingerprint
+    from ..corpus.inputs import file_fingerprint
 
     return {
         "format": FORMAT_VERSION,
@@ -526,7 +212,7 @@ def build_index(
     the work directory for a rerun (tests, time-boxed runs)."""
     from tqdm import tqdm
 
-    from .readers.common import ReadStats
+    from ..readers.common import ReadStats
 
     if part_sentences < 1 or batch_size < 1:
         raise SearchIndexError("part_sentences and batch_size must be at least 1")
@@ -629,8 +315,6 @@ def _finish(work: Path, index_path: Path) -> Dict[str, Any]:
             "finished": True}
 
 
-# -- Dask ----------------------------------------------------------------------------------------
-
 _WORKER_NLP: Dict[str, Any] = {}
 
 
@@ -649,7 +333,7 @@ def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, part
     of ``workers`` processes; else a scheduler address), at most two tasks per
     worker in flight; the client writes every part as it comes back. Workers
     need spacy_rhetoric and the pipeline at the same path."""
-    from .corpus.runners import import_distributed
+    from ..corpus.runners import import_distributed
 
     Client, LocalCluster, as_completed = import_distributed()
     cluster = None
@@ -699,31 +383,6 @@ def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, part
     return n_new
 
 
-# -- loading and searching -----------------------------------------------------------------------
-
-def selector_params(index, allowed: numpy.ndarray, k: int):
-    """faiss SearchParameters restricting a search of ``index`` to the ids
-    ``allowed`` (IDSelectorBatch), with the index's own nprobe/efSearch/k_factor."""
-    import faiss
-
-    selector = faiss.IDSelectorBatch(numpy.ascontiguousarray(allowed, dtype="int64"))
-    return _params_for(faiss.downcast_index(index), selector, k)
-
-
-def _params_for(index, selector, k: int):
-    import faiss
-
-    if isinstance(index, faiss.IndexRefine):
-        base = _params_for(faiss.downcast_index(index.base_index), selector, k)
-        return faiss.IndexRefineSearchParameters(sel=selector, k_factor=index.k_factor, base_index_params=base)
-    if hasattr(index, "hnsw"):
-        return faiss.SearchParametersHNSW(sel=selector, efSearch=max(k, index.hnsw.efSearch))
-    ivf = faiss.try_extract_index_ivf(index)
-    if ivf is not None:
-        return faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
-    return faiss.SearchParameters(sel=selector)
-
-
 class RhetoricIndex:
     """A built index: ``RhetoricIndex.load(path).search(query, k=10, label=..., section=..., paper=...)``."""
 
@@ -770,7 +429,7 @@ class RhetoricIndex:
 
     def encode(self, texts: Union[str, Sequence[str]]) -> numpy.ndarray:
         """Vectors ``[n, d]`` of query sentences, each encoded as a one-sentence Doc."""
-        from .readers.common import doc_from_sentences
+        from ..readers.common import doc_from_sentences
 
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts or not all(isinstance(t, str) and t.strip() for t in texts):

@@ -1,0 +1,217 @@
+"""The corpora a search index reads (``.spacy``, label JSONL, paper files) and their
+encoding with a pipeline: papers -> sentence rows + vectors."""
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy
+
+from .. import extensions as ext
+from ..io import check_input
+
+PathLike = Union[str, Path]
+
+
+class SearchIndexError(ValueError):
+    """An index, corpus or query that cannot be used (the message names it)."""
+
+
+def corpus_files(paths: Iterable[PathLike]) -> List[Path]:
+    """The files named in ``paths`` and those below the folders (sorted,
+    recursive, hidden files left out); a clear error for a missing path."""
+    from ..readers.papers import paper_files
+
+    files: List[Path] = []
+    for path in paths:
+        check_input(path, what="corpus", dir_ok=True)
+        files.extend(paper_files(path))
+    if not files:
+        raise SearchIndexError(f"no files found in {', '.join(str(p) for p in paths)}")
+    return files
+
+
+def _sentence(text: str, **values: Any) -> Dict[str, Any]:
+    out = {"text": " ".join(str(text).split())}
+    out.update({k: (None if v is None else str(v)) for k, v in values.items()})
+    return out
+
+
+def doc_paper(doc, default_id: str) -> Dict[str, Any]:
+    """A Doc (from a DocBin or a paper reader) as a plain paper record: its id
+    and its sentences with gold label, section, heading and sid."""
+    paper_id = ext.get_doc_value(doc, ext.DOC_ID) or default_id
+    sents = list(doc.sents) if doc.has_annotation("SENT_START") else [doc[:]]
+    out = []
+    for sent in sents:
+        if not sent.text.strip():
+            continue
+        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
+        out.append(_sentence(sent.text, gold_label=get(ext.LABEL), section=get(ext.SECTION),
+                             heading=get(ext.HEADING), sid=get(ext.SID)))
+    return {"paper": str(paper_id), "sentences": out}
+
+
+def _jsonl_papers(path: Path, stats) -> Iterator[Dict[str, Any]]:
+    """Label JSONL: consecutive lines of one paper id are one paper."""
+    from ..readers.common import ReaderError, iter_jsonl
+
+    current: Optional[Dict[str, Any]] = None
+    for line, rec in iter_jsonl(path, errors="skip", stats=stats):
+        text = rec.get("text", rec.get("sentence"))
+        if not isinstance(text, str) or not text.strip():
+            stats.skip(ReaderError(path, line, "no non-empty string field 'text'", field="text"))
+            continue
+        stats.used += 1
+        paper_id = str(rec.get("paper_id", rec.get("doc_id", rec.get("id", path.stem))))
+        if current is None or current["paper"] != paper_id:
+            if current is not None:
+                yield current
+            current = {"paper": paper_id, "sentences": []}
+        current["sentences"].append(_sentence(text, gold_label=rec.get("label"), section=rec.get("section"),
+                                              heading=rec.get("heading"), sid=rec.get("sid")))
+    if current is not None:
+        yield current
+
+
+def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Dict[str, Any]]:
+    """Plain paper records (``paper``, ``sentences``) from ``.spacy``, label
+    ``.jsonl`` and paper files (``readers.papers.read_paper``, any format it
+    detects). Unreadable files and records are skipped and counted in
+    ``stats`` (a ``readers.common.ReadStats``)."""
+    from spacy.tokens import DocBin
+
+    from ..readers.common import ReaderError, ReadStats
+    from ..readers.papers import read_paper
+
+    stats = stats if stats is not None else ReadStats(name="corpus files")
+    for path in corpus_files(paths):
+        suffix = path.suffix.lower()
+        try:
+            if suffix == ".jsonl":
+                papers = list(_jsonl_papers(path, stats))
+            else:
+                stats.read += 1
+                if suffix == ".spacy":
+                    try:
+                        docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab_nlp.vocab))
+                    except Exception as err:  # noqa: BLE001 - name the file
+                        raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
+                    papers = [doc_paper(d, f"{path.stem}:{i}") for i, d in enumerate(docs) if len(d)]
+                else:
+                    papers = [doc_paper(read_paper(path, vocab_nlp), path.stem)]
+                stats.used += 1
+        except ReaderError as err:
+            stats.skip(err)
+            continue
+        except (OSError, UnicodeDecodeError) as err:
+            stats.skip(ReaderError(path, None, f"cannot read: {err}"))
+            continue
+        for paper in papers:
+            if paper["sentences"]:
+                stats.docs += 1
+                stats.sentences += len(paper["sentences"])
+                yield paper
+
+
+def iter_parts(papers: Iterable[Dict[str, Any]], part_sentences: int) -> Iterator[List[Dict[str, Any]]]:
+    """Consecutive papers in groups of at least ``part_sentences`` sentences
+    (the last group may be smaller); a paper is never cut."""
+    part: List[Dict[str, Any]] = []
+    size = 0
+    for paper in papers:
+        part.append(paper)
+        size += len(paper["sentences"])
+        if size >= part_sentences:
+            yield part
+            part, size = [], 0
+    if part:
+        yield part
+
+
+def check_pipeline(nlp) -> None:
+    if not any(nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder" for n in nlp.pipe_names):
+        raise SearchIndexError(
+            f"the pipeline has no rhetoric_sentence_encoder (components: {', '.join(nlp.pipe_names) or 'none'}); "
+            "search needs sent._.rhetoric_vector"
+        )
+
+
+def not_for_vectors(nlp) -> List[str]:
+    """The components a sentence vector does not need (to disable for
+    queries): all but the encoder and the tok2vec/transformer it listens to;
+    sentence splitters too (a query is one sentence)."""
+    encoders = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder"]
+    keep = set(encoders)
+    for name, pipe in nlp.pipeline:
+        if set(getattr(pipe, "listening_components", None) or []) & set(encoders):
+            keep.add(name)
+    return [n for n in nlp.pipe_names if n not in keep]
+
+
+def load_pipeline(model: PathLike):
+    """``spacy.load`` with a clear error, checked for an encoder."""
+    import spacy
+
+    import spacy_rhetoric  # noqa: F401 - factories and extensions
+
+    try:
+        nlp = spacy.load(model)
+    except (OSError, IOError) as err:
+        raise SearchIndexError(f"cannot load pipeline {str(model)!r}: {err}") from err
+    check_pipeline(nlp)
+    return nlp
+
+
+def paper_doc(nlp, paper: Dict[str, Any]):
+    """The Doc of a paper record: its sentences as preset boundaries, sections,
+    headings, sids and doc id in the store (gold labels are kept apart)."""
+    from ..readers.common import doc_from_sentences
+
+    sents = paper["sentences"]
+    doc = doc_from_sentences(nlp, [s["text"] for s in sents], sections=[s.get("section") for s in sents],
+                             sids=[s.get("sid") for s in sents], doc_id=paper["paper"])
+    ext.set_span_values(doc, ext.HEADING, list(doc.sents), [s.get("heading") for s in sents])
+    return doc
+
+
+def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
+    """The vectors ``[n, d]`` and metadata rows of an annotated Doc's
+    sentences; sentences without a vector (whitespace only) are left out."""
+    paper = ext.get_doc_value(doc, ext.DOC_ID)
+    vectors, rows = [], []
+    for i, sent in enumerate(doc.sents):
+        vector = ext.get_span_value(sent, ext.VECTOR)
+        if vector is None:
+            continue
+        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
+        gold_label = gold[i] if gold is not None else None
+        label = get(ext.LABEL)
+        rows.append({
+            "paper": None if paper is None else str(paper), "sent_index": i,
+            "section": get(ext.SECTION) or get(ext.HEADING), "heading": get(ext.HEADING), "sid": get(ext.SID),
+            "text": sent.text, "label": label if label is not None else gold_label,
+            "fine_label": get(ext.FINE_LABEL), "gold_label": gold_label, "phrase_label": get(ext.PHRASE_LABEL),
+            "scores": get(ext.SCORES) or {}, "fine_scores": get(ext.FINE_SCORES) or {},
+        })
+        vectors.append(vector)
+    matrix = numpy.vstack(vectors).astype("float32") if vectors else numpy.zeros((0, 0), "float32")
+    return matrix, rows
+
+
+def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
+                  ) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
+    """Run ``nlp`` over paper records (preset boundaries kept: sentence
+    splitters disabled) and collect every sentence's vector and row."""
+    from ..readers.common import sentence_splitters
+
+    docs = [paper_doc(nlp, p) for p in papers]
+    golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
+    matrices, rows = [], []
+    with nlp.select_pipes(disable=sentence_splitters(nlp)):
+        for doc, gold in zip(nlp.pipe(docs, batch_size=batch_size), golds):
+            matrix, doc_rows = sentence_rows(doc, gold)
+            if doc_rows:
+                matrices.append(matrix)
+                rows.extend(doc_rows)
+    if not rows:
+        return numpy.zeros((0, 0), "float32"), []
+    return numpy.vstack(matrices), rows
