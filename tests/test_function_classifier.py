@@ -446,3 +446,17 @@ def test_trailing_whitespace_does_not_change_the_prediction():
     leading = Doc(nlp.vocab, words=["\n\n"] + words, spaces=[False] + [True] * 4 + [False] * 2,
                   sent_starts=[True] + [False] * 6)
     assert list(clf(leading).sents)[0]._.rhetoric_scores == pytest.approx(a, abs=1e-7)
+
+
+@pytest.mark.parametrize("factory", ["rhetoric_function_classifier", "rhetoric_sentence_encoder"])
+def test_bare_initialize_after_add_label(factory):
+    """spacy.blank + sentencizer + add_pipe + add_label + nlp.initialize() with
+    no examples (spaCy passes a dummy example without sentence boundaries)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    pipe = nlp.add_pipe(factory)
+    for label in ("background", "method", "result"):
+        pipe.add_label(label)
+    nlp.initialize()
+    doc = nlp("We study parsing. We propose a method.")
+    assert len(list(doc.sents)) == 2

@@ -89,7 +89,15 @@ def gold_sentences(example: Example, field: str = LABEL) -> Tuple[List[Span], Li
     tokenization are mapped through ``Example.get_aligned_spans_y2x``.
     """
     ref, pred = example.reference, example.predicted
-    sents = [s for s in (ref.sents if len(ref) else []) if model_offsets(s) is not None]
+    if not len(ref):
+        ref_sents = []
+    elif ref.has_annotation("SENT_START"):
+        ref_sents = ref.sents
+    else:
+        # No boundaries at all (e.g. the dummy example of a bare
+        # ``nlp.initialize()``): the whole doc is one sentence.
+        ref_sents = [ref[:]]
+    sents = [s for s in ref_sents if model_offsets(s) is not None]
     labels = [get_span_value(s, field) for s in sents]
     if pred.text == ref.text and len(pred) == len(ref):
         return [pred[s.start : s.end] for s in sents], labels
