@@ -46,6 +46,8 @@ TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
 SAMPLE_PAPER = "sample_paper.txt"
 CLASSIFIER_CONFIG = "classifier_sections_cpu"
 SCISUMM_PAPERS = 40  # CL-SciSumm papers in the demo's training corpus
+SECTION_SCALE = "components.rhetoric_function_classifier.model.section_scale"
+DEMO_SECTION_SCALE = 10.0  # the config's 5.0 is for 1000+ steps
 
 
 class DemoError(PathError):
@@ -206,9 +208,11 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     output.mkdir(parents=True, exist_ok=True)
     print(f"\n== training the function classifier ({classifier_steps} steps) ==")
     clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "sections")
-    classifier = train_pipeline(
-        config_path(CLASSIFIER_CONFIG), output / "classifier",
-        training_overrides(clf_train, clf_dev, classifier_steps), inputs=[clf_train, clf_dev], retrain=retrain)
+    clf_overrides = training_overrides(clf_train, clf_dev, classifier_steps)
+    # 400 steps are few: larger section one-hots let the section priors grow faster (see ml/sections.py)
+    clf_overrides[SECTION_SCALE] = DEMO_SECTION_SCALE
+    classifier = train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
+                                inputs=[clf_train, clf_dev], retrain=retrain)
     print(f"\n== training the sentence encoder ({encoder_steps} steps) ==")
     corpus = output / "corpus"
     train_spacy = convert_csabstruct(data.train, corpus / "train.spacy")

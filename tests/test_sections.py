@@ -190,3 +190,36 @@ def test_section_features_one_hot_scaled():
     assert feats[0, SECTION_FEATURES.index("results")] == 5.0 and feats[0].sum() == 5.0
     assert feats[1, SECTION_FEATURES.index(UNKNOWN)] == 5.0
     assert not section_features(use_sections=False).predict(X).any()
+
+
+def test_acknowledgement_sentences_are_back_matter():
+    from spacy_rhetoric.ml.sections import is_acknowledgement
+
+    assert is_acknowledgement("We would like to thank the anonymous reviewers for their helpful comments.")
+    assert is_acknowledgement("This work was partially supported by NSF grant 123.")
+    assert is_acknowledgement("The authors are grateful to A. Smith.")
+    assert not is_acknowledgement("We would like to extend this approach to other languages.")
+    assert not is_acknowledgement("We use a large corpus.")
+    nlp = spacy.blank("en")
+    doc = sectioned_doc(nlp, ["We have presented a method.", "We would like to thank the reviewers."],
+                        ["conclusion", "conclusion"], ["5 Conclusion"] * 2)
+    sents = list(doc.sents)
+    assert sentence_sections(doc, [s.start for s in sents]) == ["conclusion", "conclusion"]
+    assert sentence_sections(doc, [s.start for s in sents], [s.end for s in sents]) == ["conclusion", BACK_MATTER]
+
+
+def test_build_small_corpus_with_scisumm_papers(tmp_path, shared_data):
+    import json
+
+    from spacy_rhetoric.readers.section_labels import build_small_corpus
+
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.jsonl").write_text(json.dumps(
+            {"abstract_id": 0, "sentences": ["We parse.", "It works."], "labels": ["method", "result"],
+             "confs": [1, 1]}) + "\n", encoding="utf8")
+    counts = build_small_corpus(tmp_path / "train.jsonl", tmp_path / "dev.jsonl", tmp_path / "out",
+                                scisumm=shared_data / "cl-scisumm" / "training-40-manual", scisumm_papers=1)
+    assert counts["sources"] == {"csabstruct": 1, "scisumm_papers": 1}
+    assert counts["train"]["sentences"] > 2 and counts["dev"]["sentences"] == 2
+    (eg, *rest) = list(SectionLabelCorpus(tmp_path / "out" / "train.spacy")(spacy.blank("en")))
+    assert sentence_sections(eg.predicted, [0]) == ["abstract"] and rest

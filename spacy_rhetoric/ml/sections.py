@@ -29,6 +29,7 @@ with the model); without ``forced_label`` among them nothing is forced.
 ``use_sections = false`` gives the same network with all-zero section
 features and no rule: the baseline of ``benchmarks/bench_sections.py``.
 """
+import re
 from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -85,9 +86,27 @@ def token_values(doc: Doc, field: str) -> List[Optional[str]]:
     return values
 
 
-def sentence_sections(doc: Doc, starts: Sequence[int]) -> List[str]:
+ACKNOWLEDGEMENT = re.compile(
+    r"^\s*(?:we|the authors?|i)\s+(?:would\s+(?:also\s+)?like\s+to\s+|also\s+|wish\s+to\s+|are\s+grateful|"
+    r"gratefully\s+acknowledge|acknowledge|thank)|^\s*this\s+(?:work|research|project)\s+(?:was|is|has\s+been)\s+"
+    r"(?:partially\s+|partly\s+)?(?:supported|funded)",
+    re.IGNORECASE,
+)
+
+
+def is_acknowledgement(text: str) -> bool:
+    """A thank-you or funding sentence ("We would like to thank the
+    reviewers...", "This work was supported by...")."""
+    m = ACKNOWLEDGEMENT.match(text)
+    return bool(m) and bool(re.search(r"\b(?:thank|grateful|acknowledge|supported|funded)", text[: m.end() + 20],
+                                      re.IGNORECASE))
+
+
+def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[int]] = None) -> List[str]:
     """The section of the sentences starting at token ``starts`` (in doc
-    order): a ``SECTION_FEATURES`` name (see the module docstring)."""
+    order): a ``SECTION_FEATURES`` name (see the module docstring). With
+    ``ends`` (``acknowledgements`` of the classifier), a thank-you or funding
+    sentence (``is_acknowledgement``) anywhere is back matter too."""
     sections = token_values(doc, SECTION)
     headings = token_values(doc, HEADING)
     # back matter from the first back-matter heading on
@@ -100,10 +119,12 @@ def sentence_sections(doc: Doc, starts: Sequence[int]) -> List[str]:
                 first_back = i
                 break
     out = []
-    for start in starts:
+    for k, start in enumerate(starts):
         start = int(start)
         section = sections[start] if start < len(doc) else None
         if section not in BODY_SECTIONS and section != ABSTRACT and start >= first_back:
+            out.append(BACK_MATTER)
+        elif ends is not None and section != ABSTRACT and is_acknowledgement(doc[start:int(ends[k])].text):
             out.append(BACK_MATTER)
         elif section in _FEATURE_INDEX:
             out.append(section)
@@ -112,21 +133,24 @@ def sentence_sections(doc: Doc, starts: Sequence[int]) -> List[str]:
     return out
 
 
-def section_features(use_sections: bool = True, scale: float = 1.0) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+def section_features(use_sections: bool = True, scale: float = 1.0,
+                     acknowledgements: bool = False) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """(docs, sentence indices) -> one-hot rows over ``SECTION_FEATURES``
     times ``scale`` (all zeros with ``use_sections=False``); no parameters."""
     return Model("section_features", _features_forward, dims={"nO": len(SECTION_FEATURES)},
-                 attrs={"use_sections": use_sections, "scale": float(scale)})
+                 attrs={"use_sections": use_sections, "scale": float(scale), "acknowledgements": acknowledgements})
 
 
-def sections_of(docs: List[Doc], indices: Ragged) -> List[str]:
-    """Section names of every sentence of ``(docs, indices)``, in order."""
+def sections_of(docs: List[Doc], indices: Ragged, acknowledgements: bool = False) -> List[str]:
+    """Section names of every sentence of ``(docs, indices)``, in order
+    (``acknowledgements``: thank-you/funding sentences are back matter)."""
     data = indices.dataXd
     lengths = [int(n) for n in indices.lengths]
     out, row = [], 0
     for doc, n in zip(docs, lengths):
         starts = [int(data[row + i, 0]) for i in range(n)]
-        out.extend(sentence_sections(doc, starts))
+        ends = [int(data[row + i, 1]) for i in range(n)] if acknowledgements else None
+        out.extend(sentence_sections(doc, starts, ends))
         row += n
     return out
 
@@ -136,7 +160,7 @@ def _features_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool)
     n_rows = int(indices.dataXd.shape[0])
     feats = model.ops.alloc2f(n_rows, len(SECTION_FEATURES))
     if model.attrs["use_sections"] and n_rows:
-        for row, section in enumerate(sections_of(docs, indices)):
+        for row, section in enumerate(sections_of(docs, indices, model.attrs.get("acknowledgements", False))):
             feats[row, _FEATURE_INDEX[section]] = model.attrs.get("scale", 1.0)
 
     def backprop(dY: Floats2d):
@@ -146,7 +170,7 @@ def _features_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool)
 
 
 def force_sections(scorer: Model, forced_sections: Sequence[str], forced_label: str,
-                   use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                   use_sections: bool = True, acknowledgements: bool = False) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """Run ``scorer`` (probabilities over the labels) and set the rows of
     sentences in ``forced_sections`` to probability 1 for ``forced_label``
     (index from ``attrs["labels"]``), with zero gradient."""
@@ -159,7 +183,7 @@ def force_sections(scorer: Model, forced_sections: Sequence[str], forced_label: 
         layers=[scorer],
         init=_force_init,
         attrs={"labels": [], "forced_sections": list(forced_sections), "forced_label": forced_label,
-               "use_sections": use_sections},
+               "use_sections": use_sections, "acknowledgements": acknowledgements},
         dims={"nO": None},
     )
 
@@ -176,7 +200,8 @@ def forced_rows(model: Model, X: Tuple[List[Doc], Ragged]) -> Tuple[List[int], O
     if not model.attrs["use_sections"] or not forced or label not in labels:
         return [], None
     docs, indices = X
-    rows = [i for i, section in enumerate(sections_of(docs, indices)) if section in forced]
+    rows = [i for i, section in enumerate(sections_of(docs, indices, model.attrs.get("acknowledgements", False)))
+            if section in forced]
     return rows, labels.index(label)
 
 
@@ -212,6 +237,7 @@ def build_section_aware_sentence_classifier(
     forced_sections: Sequence[str] = (BACK_MATTER,),
     forced_label: str = OTHER,
     section_scale: float = 1.0,
+    acknowledgements: bool = False,
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """Context classifier (as ``ContextSentenceClassifier.v1``) whose output
@@ -222,7 +248,10 @@ def build_section_aware_sentence_classifier(
     none, the section only shifts the logits). section_scale: the value of
     the one-hot entry; larger values let Adam move the section's logit
     shifts faster (its steps are about the learning rate whatever the input
-    size), at 1000 CPU steps 1.0 left them at about +-0.3. use_sections: false gives the
+    size), at 1000 CPU steps 1.0 left them at about +-0.3.
+    acknowledgements: a thank-you or funding sentence outside the abstract
+    ("We would like to thank...", "This work was supported by...") is back
+    matter wherever it stands (e.g. the last sentence of a conclusion). use_sections: false gives the
     same network without section information (all-zero features, no rule).
     """
     pooler, in_context = build_context_trunk(
@@ -230,12 +259,12 @@ def build_section_aware_sentence_classifier(
         maxout_pieces=maxout_pieces, dropout=dropout,
     )
     output_layer = Softmax(nO=nO)
-    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale)),
+    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale, acknowledgements)),
               Dropout(dropout)]
     if hidden_size > 0:
         layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
     layers.append(output_layer)
-    model = force_sections(chain(*layers), forced_sections, forced_label, use_sections)
+    model = force_sections(chain(*layers), forced_sections, forced_label, use_sections, acknowledgements)
     model.set_ref("tok2vec", tok2vec)
     model.set_ref("pooler", pooler)
     model.set_ref("output_layer", output_layer)

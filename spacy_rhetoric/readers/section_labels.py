@@ -200,7 +200,7 @@ def pmc_splits(path: Union[str, Path], nlp: Language) -> Tuple[List[Doc], List[D
             [d for d, i in zip(pmc, ids) if i not in train])
 
 
-def scisumm_papers(path: Union[str, Path], nlp: Language, *, limit: int = 0) -> Dict[str, Doc]:
+def read_scisumm_papers(path: Union[str, Path], nlp: Language, *, limit: int = 0) -> Dict[str, Doc]:
     """CL-SciSumm reference papers (``read_papers``, format clscisumm) by
     paper id (first occurrence kept)."""
     from .papers import read_papers
@@ -233,7 +233,7 @@ def build_section_corpus(data: Union[str, Path], output: Union[str, Path], *, sc
     cs_dev = csabstruct_docs(data / "csabstruct" / "dev.jsonl", nlp)
     pmc_fit, pmc_valid, pmc_test = pmc_splits(data / "pmc-sents-full" / "dev.jsonl", nlp)
     tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
-    papers = scisumm_papers(data / "cl-scisumm", nlp)
+    papers = read_scisumm_papers(data / "cl-scisumm", nlp)
     train_ids, heldout_ids = split_doc_ids(sorted(papers), share=1.0 - scisumm_heldout_share, seed=seed)
     rng = random.Random(seed)
     rng.shuffle(train_ids)
@@ -269,7 +269,7 @@ def build_small_corpus(csabstruct_train: Path, csabstruct_dev: Path, output: Uni
         train += fit
     if scisumm is not None and scisumm_papers > 0:
         tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
-        papers = list(scisumm_papers(scisumm, nlp, limit=scisumm_papers).values())
+        papers = list(read_scisumm_papers(scisumm, nlp, limit=scisumm_papers).values())
         counts["sources"]["scisumm_papers"] = len(papers)
         train += list(weak_label_papers(papers, nlp, tagger, max_sents=max_sents))
     counts["train"] = _write(train, output / "train.spacy")
