@@ -21,6 +21,7 @@ from spacy_rhetoric.search import (
     RhetoricIndex,
     SearchIndexError,
     build_index,
+    faiss_search,
     index_factory_for,
     make_index,
     not_for_vectors,
@@ -205,7 +206,7 @@ def test_index_types_and_factory_override():
         _, ids = index.search(X[:5], 1)
         assert list(ids[:, 0]) == list(range(5))
         allowed = numpy.arange(1, len(X), 3)
-        _, ids = index.search(X[:5], 4, params=selector_params(index, allowed, 4))
+        _, ids = faiss_search(index, X[:5], 4, params=selector_params(index, allowed, 4))
         assert set(ids.ravel()) <= set(allowed) and ids[1, 0] == 1
 
 

@@ -56,6 +56,7 @@ from .faiss_index import (  # noqa: F401
     IVFPQ_PARAMS,
     SUBSET_EXACT_MAX,
     check_index_type,
+    faiss_search,
     index_factory_for,
     make_index,
     pipeline_dim,

@@ -132,3 +132,12 @@ def _params_for(index, selector, k: int):
     if ivf is not None:
         return faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
     return faiss.SearchParameters(sel=selector)
+
+
+def faiss_search(index, queries: numpy.ndarray, k: int, params=None):
+    """``index.search(queries, k, params=params)``, also after
+    ``faiss.contrib.torch_utils`` (imported by e.g. pytorch-metric-learning)
+    replaced ``Index.search`` process-wide with a wrapper that has no
+    ``params``: the numpy original stays reachable as ``search_numpy``."""
+    search = getattr(index, "search_numpy", index.search)
+    return search(queries, k, params=params)

@@ -17,6 +17,7 @@ from ..neighbours import as_matrix, l2_normalize
 from .faiss_index import (
     SUBSET_EXACT_MAX,
     check_index_type,
+    faiss_search,
     index_factory_for,
     make_index,
     pipeline_dim,
@@ -505,11 +506,7 @@ class RhetoricIndex:
     def _faiss_search(self, q: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray]):
         k = min(k, self.index.ntotal)
         params = None if allowed is None else selector_params(self.index, allowed, k)
-        # faiss.contrib.torch_utils (imported by e.g. pytorch-metric-learning)
-        # replaces Index.search process-wide with a wrapper that has no
-        # ``params``; the numpy original stays reachable as ``search_numpy``.
-        search = getattr(self.index, "search_numpy", self.index.search)
-        scores, ids = search(q, k, params=params)
+        scores, ids = faiss_search(self.index, q, k, params=params)
         return ids[0], scores[0]
 
     def close(self) -> None:
