@@ -309,3 +309,11 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
         extensions.set_doc_value(doc, extensions.TITLE, paper.title)
     extensions.set_doc_value(doc, extensions.DOC_ID, paper.doc_id)
     return doc
+
+
+def walked_paragraph(element, heading: Optional[str], walk) -> "Paragraph":
+    """One paragraph from an XML element: ``walk(element, builder)`` (the
+    format's own tree walk) fills a :class:`TextBuilder`."""
+    builder = TextBuilder()
+    walk(element, builder)
+    return builder.paragraph(heading)

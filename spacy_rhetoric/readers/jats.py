@@ -18,7 +18,17 @@ from pathlib import Path
 from typing import List, Optional
 
 from .common import ReaderError
-from .fulltext import ABSTRACT, Paper, Paragraph, TextBuilder, doc_id_from_path, heading_text, local_name, parse_xml
+from .fulltext import (
+    ABSTRACT,
+    Paper,
+    Paragraph,
+    TextBuilder,
+    doc_id_from_path,
+    heading_text,
+    local_name,
+    parse_xml,
+    walked_paragraph,
+)
 
 SKIP = {"table-wrap", "table-wrap-group", "table", "fig", "fig-group", "caption", "disp-formula",
         "inline-formula", "disp-formula-group", "fn", "fn-group", "graphic", "media",
@@ -41,9 +51,7 @@ def _walk(elem, builder: TextBuilder) -> None:
 
 
 def _paragraph(p, heading: Optional[str]) -> Paragraph:
-    builder = TextBuilder()
-    _walk(p, builder)
-    return builder.paragraph(heading)
+    return walked_paragraph(p, heading, _walk)
 
 
 def _sec_heading(sec) -> Optional[str]:

@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import List, Optional
 
 from .common import ReaderError
-from .fulltext import ABSTRACT, Paper, Paragraph, TextBuilder, doc_id_from_path, heading_text, local_name, parse_xml
+from .fulltext import (
+    ABSTRACT,
+    Paper,
+    Paragraph,
+    TextBuilder,
+    doc_id_from_path,
+    heading_text,
+    local_name,
+    parse_xml,
+    walked_paragraph,
+)
 
 NS = "{http://www.tei-c.org/ns/1.0}"
 
@@ -42,9 +52,7 @@ def _walk(elem, builder: TextBuilder) -> None:
 
 
 def _paragraph(p, heading: Optional[str]) -> Paragraph:
-    builder = TextBuilder()
-    _walk(p, builder)
-    return builder.paragraph(heading)
+    return walked_paragraph(p, heading, _walk)
 
 
 def parse_tei(path: Path) -> Paper:
