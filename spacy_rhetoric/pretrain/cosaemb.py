@@ -46,7 +46,7 @@ import torch
 from ..losses import graded_triplet_loss
 from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS, TITLE
 from .sentmask import DEFAULT_MODEL, Paper, clscisumm_papers, pad_batch
-from .windows import iter_sections, plan_chunks
+from .windows import adamw_with_warmup, iter_sections, plan_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -346,11 +346,8 @@ def train_cosaemb(corpus: CitationCorpus, output: Union[str, Path], settings: Op
     total = math.ceil(len(triplets) / settings.batch_size) * settings.epochs
     if settings.max_steps:
         total = min(total, settings.max_steps)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learn_rate, weight_decay=settings.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda s: min(1.0, (s + 1) / max(1, settings.warmup_steps)) * max(0.0, 1 - s / max(1, total)),
-    )
+    optimizer, scheduler = adamw_with_warmup(model, settings.learn_rate, settings.weight_decay,
+                                             settings.warmup_steps, total)
     model.train()
     history: List[Dict[str, float]] = []
     step, start, acc, acc_n = 0, time.time(), 0.0, 0

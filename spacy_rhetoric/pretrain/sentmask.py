@@ -42,7 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..losses import info_nce_loss
-from .windows import TargetWindow, pack_window, plan_target_windows
+from .windows import TargetWindow, adamw_with_warmup, pack_window, plan_target_windows
 
 logger = logging.getLogger(__name__)
 
@@ -346,11 +346,8 @@ def train_sentmask(
     total = steps_per_epoch * settings.epochs
     if settings.max_steps:
         total = min(total, settings.max_steps)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learn_rate, weight_decay=settings.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda s: min(1.0, (s + 1) / max(1, settings.warmup_steps)) * max(0.0, 1 - s / max(1, total)),
-    )
+    optimizer, scheduler = adamw_with_warmup(model, settings.learn_rate, settings.weight_decay,
+                                             settings.warmup_steps, total)
     model.train()
     history: List[Dict[str, float]] = []
     step, n_targets, start = 0, 0, time.time()

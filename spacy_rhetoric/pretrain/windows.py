@@ -137,3 +137,17 @@ def count_targets(windows: Sequence[TargetWindow]) -> Dict[int, int]:
         for t in w.target_ids():
             counts[t] = counts.get(t, 0) + 1
     return counts
+
+
+def adamw_with_warmup(model, learn_rate: float, weight_decay: float, warmup_steps: int, total_steps: int):
+    """AdamW and the schedule both pre-training loops use: linear warm-up over
+    ``warmup_steps`` (from 1 / warmup_steps), then linear decay to 0 at
+    ``total_steps``. Returns ``(optimizer, scheduler)``."""
+    import torch
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learn_rate, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: min(1.0, (s + 1) / max(1, warmup_steps)) * max(0.0, 1 - s / max(1, total_steps)),
+    )
+    return optimizer, scheduler
