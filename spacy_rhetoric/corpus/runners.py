@@ -177,15 +177,16 @@ def import_distributed():
 def dask_tasks(
     scheduler: str,
     workers: int,
-    pending: Sequence[InputFile],
+    pending: Iterable[Any],
     *,
-    read: Callable[[InputFile], Any],
+    read: Callable[[Any], Any],
     task: Callable[..., Any],
     task_args: Callable[[InputFile, Any, Dict[str, Any]], Tuple[Any, ...]],
     finish: Callable[[InputFile, Any, Any], None],
     warm: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None,
     shared: Optional[Dict[str, Any]] = None,
     name: str = "task",
+    task_key: Callable[[Any], str] = lambda inp: inp.shard_name,
 ) -> float:
     """One Dask task per pending input, at most ``2 x workers`` in flight.
     ``scheduler`` is ``"local"`` (a LocalCluster of ``workers`` single-threaded
@@ -197,7 +198,9 @@ def dask_tasks(
     the worker holding one dies, the scheduler recomputes it instead of
     losing it); ``task_args(input, payload, shared futures)`` gives a task's
     arguments. ``warm = (function, args)`` runs on every worker before the
-    clock starts (loading the pipeline). Returns the seconds taken."""
+    clock starts (loading the pipeline). ``pending`` items are usually
+    :class:`InputFile` (``task_key`` names a task after its input; the search
+    index passes its own parts). Returns the seconds taken."""
     Client, LocalCluster, as_completed = import_distributed()
     cluster = None
     if scheduler == "local":
@@ -220,7 +223,7 @@ def dask_tasks(
         start = time.perf_counter()
         todo = iter(pending)
         futures = as_completed()
-        meta: Dict[str, Tuple[InputFile, Any]] = {}
+        meta: Dict[str, Tuple[Any, Any]] = {}
 
         def submit_next() -> bool:
             for inp in todo:
@@ -229,7 +232,7 @@ def dask_tasks(
                     continue
                 fut = client.submit(
                     task, *task_args(inp, payload, futures_shared),
-                    pure=False, key=f"spacy-rhetoric-{name}-{inp.shard_name}-{time.time_ns()}",
+                    pure=False, key=f"spacy-rhetoric-{name}-{task_key(inp)}-{time.time_ns()}",
                 )
                 meta[fut.key] = (inp, payload)
                 futures.add(fut)

@@ -330,58 +330,35 @@ def dask_encode_task(papers: List[Dict[str, Any]], pipeline: str, batch_size: in
 
 def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, parts, done, work: Path, con, bar,
               stop_after_parts: Optional[int]) -> int:
-    """Encode the pending parts on a Dask cluster (``"local"``: a LocalCluster
-    of ``workers`` processes; else a scheduler address), at most two tasks per
-    worker in flight; the client writes every part as it comes back. Workers
-    need spacy_rhetoric and the pipeline at the same path."""
-    from ..corpus.runners import import_distributed
+    """Encode the pending parts on a Dask cluster with the corpus builder's
+    runner (``corpus.runners.dask_tasks``: ``"local"`` is a LocalCluster of
+    ``workers`` processes, else a scheduler address; at most two tasks per
+    worker in flight); the client writes every part as it comes back.
+    Workers need spacy_rhetoric and the pipeline at the same path."""
+    from ..corpus.runners import dask_tasks
 
-    Client, LocalCluster, as_completed = import_distributed()
-    cluster = None
-    if scheduler == "local":
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               dashboard_address=":0")
-        client = Client(cluster)
-    else:
-        client = Client(scheduler)
-    n_new = 0
-    try:
-        max_in_flight = 2 * max(1, len(client.scheduler_info().get("workers", {})) or workers)
-        futures = as_completed()
-        meta: Dict[str, Tuple[int, int, int]] = {}
-        submitted = [0]
+    submitted, n_new = [0], [0]
 
-        def submit_next() -> bool:
-            for i, papers in parts:
-                n_sents = sum(len(p["sentences"]) for p in papers)
-                if i in done:
-                    bar.update(n_sents)
-                    continue
-                if stop_after_parts is not None and submitted[0] >= stop_after_parts:
-                    return False
-                fut = client.submit(dask_encode_task, papers, pipeline, batch_size, pure=False,
-                                    key=f"spacy-rhetoric-encode-{i}-{time.time_ns()}")
-                meta[fut.key] = (i, len(papers), n_sents)
-                futures.add(fut)
-                submitted[0] += 1
-                return True
-            return False
+    def read(part):
+        i, papers = part
+        if i in done:
+            bar.update(sum(len(p["sentences"]) for p in papers))
+            return None
+        if stop_after_parts is not None and submitted[0] >= stop_after_parts:
+            return None
+        submitted[0] += 1
+        return papers
 
-        for _ in range(max_in_flight):
-            if not submit_next():
-                break
-        for fut in futures:
-            vectors, rows = fut.result()
-            i, n_papers, n_sents = meta.pop(fut.key)
-            _save_part(work, con, i, vectors, rows, n_papers)
-            n_new += 1
-            bar.update(n_sents)
-            submit_next()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-    return n_new
+    def finish(part, papers, result):
+        vectors, rows = result
+        _save_part(work, con, part[0], vectors, rows, len(papers))
+        n_new[0] += 1
+        bar.update(sum(len(p["sentences"]) for p in papers))
+
+    dask_tasks(scheduler, workers, parts, read=read, task=dask_encode_task,
+               task_args=lambda part, papers, shared: (papers, pipeline, batch_size),
+               finish=finish, name="encode", task_key=lambda part: str(part[0]))
+    return n_new[0]
 
 
 class RhetoricIndex:
