@@ -15,3 +15,26 @@ def resolve_config(text: str) -> Dict[str, Any]:
 def entry_point_names(group: str) -> Set[str]:
     """Names of the installed entry points of ``group`` (e.g. ``spacy_misc``)."""
     return {ep.name for ep in entry_points(group=group)}
+
+
+def kill_then_rerun(cmd, shards, *, min_shards: int, timeout: float = 300):
+    """Start the CLI ``cmd``, SIGKILL it once ``shards`` holds ``min_shards``
+    shard files (or it ended), then run it again to the end. Returns
+    ``(killed, shards before the rerun, rerun CompletedProcess)``."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if shards.exists() and len(list(shards.glob("*.jsonl"))) >= min_shards:
+            break
+        time.sleep(0.05)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len(list(shards.glob("*.jsonl")))
+    return killed, n_before, subprocess.run(cmd, env=env, capture_output=True, text=True)

@@ -3,16 +3,13 @@ sentence of every paper format, preset sentence boundaries kept, offsets,
 resume after an interruption, n_process / Dask equal to one process, bad
 inputs and output paths."""
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 import spacy
 import srsly
+from helpers import kill_then_rerun
 from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.training import Example
@@ -153,20 +150,8 @@ def test_killed_subprocess_resumes(model_dir, papers, reference, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "spacy_rhetoric", "annotate", str(model_dir), str(papers), "-o", str(out),
            "--vectors", "--spacy", "--batch-size", "2"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shards = out / "shards"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if shards.exists() and len(list(shards.glob("*.jsonl"))) >= 1:
-            break
-        time.sleep(0.05)
-    killed = proc.poll() is None
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    n_before = len(list(shards.glob("*.jsonl")))
+    killed, n_before, result = kill_then_rerun(cmd, out / "shards", min_shards=1)
     assert n_before >= 1
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = srsly.read_json(out / "summary.json")
     if killed:

@@ -1,16 +1,15 @@
 """The distant-supervision corpus builder (``spacy_rhetoric.corpus``, ``spacy-rhetoric label``)."""
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import numpy
 import pytest
 import srsly
+from helpers import kill_then_rerun
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
@@ -255,20 +254,8 @@ def test_killed_subprocess_resumes(corpus, reference, tmp_path):
     cmd = [sys.executable, "-m", "spacy_rhetoric", "label", str(corpus), "-o", str(out),
            "--phrases", str(tmp_path / "phrases.tsv"), "--n", "3", "--batch-size", "1"]
     (tmp_path / "phrases.tsv").write_text("".join(f"{l}\t{p}\t1\n" for l, p in PHRASES))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shards = out / "shards"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if shards.exists() and len(list(shards.glob("*.jsonl"))) >= 3:
-            break
-        time.sleep(0.05)
-    killed = proc.poll() is None
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    n_before = len(list(shards.glob("*.jsonl")))
+    killed, n_before, result = kill_then_rerun(cmd, out / "shards", min_shards=3)
     assert n_before >= 3
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = srsly.read_json(out / "summary.json")
     if killed:
