@@ -22,11 +22,14 @@ alternating which side goes first. Figure: training sentences/s (labelled
 sentences of the batches / wall seconds), ratio spaCy / plain per round.
 
 Profile of one spaCy step: word pieces real (attention mask) vs padded,
-windows per doc (``doc._.trf_data``), and with ``--profile PATH`` a cProfile of
-``--profile-steps`` spaCy steps (top functions by own time in the JSON report).
+windows per doc (the config's span getter), and with ``--profile PATH`` a cProfile of
+``--profile-steps`` steps per side (top functions by own time in the JSON report).
 
-    python benchmarks/bench_train_step.py --threads 1 --steps 4 --repeats 3 \\
+    python benchmarks/bench_train_step.py --threads 1 --steps 5 --repeats 4 \\
         --profile /tmp/train_step.prof --out benchmarks/results/train_step.json
+
+``--profile PATH`` writes ``PATH.spacy`` and ``PATH.plain`` (cProfile of
+``--profile-steps`` steps of each side, after the timed rounds).
 """
 import cProfile
 import json
@@ -209,23 +212,24 @@ def main(
         msg.info(json.dumps(row))
         rounds.append(row)
     report["rounds"] = rounds
-    report["median"] = {
+    report["median"] = {} if not rounds else {
         "spacy_sents_per_s": statistics.median(r["spacy"]["sents_per_s"] for r in rounds),
         "plain_sents_per_s": statistics.median(r["plain"]["sents_per_s"] for r in rounds),
         "ratio": statistics.median(r["ratio_spacy_over_plain"] for r in rounds)}
     if profile is not None:
-        prof = cProfile.Profile()
-        prof.enable()
-        run_spacy(sp_batches[1:1 + profile_steps])
-        prof.disable()
-        prof.dump_stats(str(profile))
-        stats = pstats.Stats(prof)
-        total = stats.total_tt
-        rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:25]
-        report["cprofile_top_own_time"] = [
-            {"function": f"{Path(k[0]).name}:{k[1]}({k[2]})", "own_s": round(v[2], 3),
-             "share": round(v[2] / total, 4), "cum_s": round(v[3], 3)} for k, v in rows]
-        report["cprofile_total_s"] = round(total, 3)
+        report["cprofile"] = {}
+        for side, fn, bs in (("spacy", run_spacy, sp_batches), ("plain", run_plain, batches)):
+            prof = cProfile.Profile()
+            prof.enable()
+            fn(bs[1:1 + profile_steps])
+            prof.disable()
+            prof.dump_stats(f"{profile}.{side}")
+            stats = pstats.Stats(prof)
+            total = stats.total_tt
+            rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:25]
+            report["cprofile"][side] = {"total_s": round(total, 3), "steps": profile_steps, "top_own_time": [
+                {"function": f"{Path(k[0]).name}:{k[1]}({k[2]})", "own_s": round(v[2], 3),
+                 "share": round(v[2] / total, 4), "cum_s": round(v[3], 3)} for k, v in rows]}
     report["machine"]["loadavg_end"] = os.getloadavg()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
