@@ -88,20 +88,29 @@ def model_dir(nlp, tmp_path_factory):
     return path
 
 
+_CHROMIUM_FAILURE = []  # the reason of a failed install, so it is tried once per session
+
+
 def chromium_binary():
-    """chromium, installed with apt-get when missing (skip with the reason when that fails)."""
+    """chromium, installed with apt-get when missing (skip with the reason when
+    that fails; one attempt per test session, at most 5 minutes)."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
         return found
+    if _CHROMIUM_FAILURE:
+        pytest.skip(_CHROMIUM_FAILURE[0])
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("chromium is not installed and cannot be installed here (needs root and apt-get)")
+        _CHROMIUM_FAILURE.append("chromium is not installed and cannot be installed here (needs root and apt-get)")
+        pytest.skip(_CHROMIUM_FAILURE[0])
     try:
-        subprocess.run(["apt-get", "install", "-y", "chromium"], check=True, capture_output=True, timeout=900)
+        subprocess.run(["apt-get", "install", "-y", "chromium"], check=True, capture_output=True, timeout=300)
     except (subprocess.SubprocessError, OSError) as err:
-        pytest.skip(f"chromium could not be installed: {err}")
+        _CHROMIUM_FAILURE.append(f"chromium could not be installed: {err}")
+        pytest.skip(_CHROMIUM_FAILURE[0])
     found = shutil.which("chromium")
     if not found:
-        pytest.skip("apt-get install chromium gave no chromium binary")
+        _CHROMIUM_FAILURE.append("apt-get install chromium gave no chromium binary")
+        pytest.skip(_CHROMIUM_FAILURE[0])
     return found
 
 
