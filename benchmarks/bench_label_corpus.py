@@ -3,7 +3,7 @@
 Two parts, each printing a JSON report (and writing it to --report):
 
 ``full``  builds the distant set over every CL-SciSumm reference paper
-          (``spacy-rhetoric label`` = ``spacy_rhetoric.corpus.build_corpus``) and
+          (``spacy-rhetoric label`` = ``spacy_rhetoric.corpus_builder.build_corpus``) and
           reports its size: papers, sentences, labeled, labels, per-label
           counts, train/valid sizes. Resumable: rerun after an interruption.
 
@@ -36,7 +36,7 @@ def _outputs(out: Path):
 
 
 def run_full(args) -> dict:
-    from spacy_rhetoric.corpus import build_corpus
+    from spacy_rhetoric.corpus_builder import build_corpus
 
     t0 = time.perf_counter()
     summary = build_corpus(
@@ -75,7 +75,7 @@ def run_full(args) -> dict:
 
 
 def run_speed(args) -> dict:
-    from spacy_rhetoric.corpus import build_corpus
+    from spacy_rhetoric.corpus_builder import build_corpus
 
     configs = [
         ("nlp.pipe n_process=1", dict(n_process=1)),

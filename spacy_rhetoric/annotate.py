@@ -7,7 +7,7 @@ record per sentence (:func:`sentence_records`) and, with ``spacy=True``, the
 annotated Docs.
 
 It is a build of the shard machinery of ``spacy-rhetoric label``
-(``spacy_rhetoric.corpus``): inputs found by ``corpus.discover_inputs`` (one
+(``spacy_rhetoric.corpus_builder``): inputs found by ``corpus_builder.discover_inputs`` (one
 file is the unit of work, keyed by path, fingerprinted by content; hidden
 files and the files of any build are left out), one shard per input in
 ``OUT/shards`` (the done-marker: a rerun after an interruption skips the
@@ -38,16 +38,16 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from . import extensions as ext
-from .corpus.build import _NoProgress
-from .corpus.inputs import InputFile, discover_inputs
-from .corpus.runners import OnShard, dask_tasks, stream_inputs
-from .corpus.settings import (
+from .corpus_builder.build import _NoProgress
+from .corpus_builder.inputs import InputFile, discover_inputs
+from .corpus_builder.runners import OnShard, dask_tasks, stream_inputs
+from .corpus_builder.settings import (
     ANNOTATION_FILES,
     CorpusBuildError,
     import_code,
     prepare_output_dir,
 )
-from .corpus.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
+from .corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
 from .io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
 from .readers.common import ReaderError, sentence_splitters
 from .readers.papers import EXTENSIONS, FORMATS

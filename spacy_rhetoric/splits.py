@@ -14,7 +14,7 @@ With ``labels`` (one per item of ``ids``), the split is also stratified by
 label: sklearn's ``StratifiedGroupKFold`` (groups = ids) with
 ``round(1 / (1 - share))`` folds, shuffled with ``seed``; fold 0 is the test
 side. The distant set of ``spacy-rhetoric label`` is split this way by paper
-(``corpus.merge.valid_papers``), so rare communicative functions are on both
+(``corpus_builder.merge.valid_papers``), so rare communicative functions are on both
 sides as far as whole papers allow. When no label has a member per fold (tiny
 corpora) it falls back to ``GroupKFold``; with fewer than 2 groups everything
 is train.

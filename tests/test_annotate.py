@@ -20,7 +20,7 @@ import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.annotate import RECORD_FIELDS, annotate_corpus
 from spacy_rhetoric.cli import _load_commands, app
-from spacy_rhetoric.corpus import CorpusBuildError
+from spacy_rhetoric.corpus_builder import CorpusBuildError
 from spacy_rhetoric.io import PathError
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.readers.papers import read_paper

@@ -1,4 +1,4 @@
-"""The distant-supervision corpus builder (``spacy_rhetoric.corpus``, ``spacy-rhetoric label``)."""
+"""The distant-supervision corpus builder (``spacy_rhetoric.corpus_builder``, ``spacy-rhetoric label``)."""
 import json
 import os
 import subprocess
@@ -15,15 +15,15 @@ from spacy.vocab import Vocab
 
 import spacy_rhetoric
 from spacy_rhetoric import extensions as ext
-from spacy_rhetoric.corpus import (
+from spacy_rhetoric.corpus_builder import (
     CorpusBuildError,
     build_corpus,
     discover_inputs,
     normalise_text,
     valid_papers,
 )
-from spacy_rhetoric.corpus.runners import import_distributed
-from spacy_rhetoric.corpus.settings import import_code
+from spacy_rhetoric.corpus_builder.runners import import_distributed
+from spacy_rhetoric.corpus_builder.settings import import_code
 from spacy_rhetoric.pipeline.single_sentence import sentence_doc
 from spacy_rhetoric.splits import split_doc_ids
 

@@ -1,7 +1,7 @@
 """``spacy-rhetoric label``: build the distant-supervision sentence set.
 
-A thin wrapper around :func:`spacy_rhetoric.corpus.build_corpus` (see
-:mod:`spacy_rhetoric.corpus` for the design: sentence boundaries, shards and
+A thin wrapper around :func:`spacy_rhetoric.corpus_builder.build_corpus` (see
+:mod:`spacy_rhetoric.corpus_builder` for the design: sentence boundaries, shards and
 resume, de-duplication, the by-paper split, Dask scale-out).
 """
 from pathlib import Path
@@ -56,7 +56,7 @@ def label_command(
     """Label the sentences of a corpus with the phrase-n-gram root labeler and
     write a de-duplicated, by-paper train/validation split. Rerun the same
     command after an interruption to resume."""
-    from ..corpus import build_corpus
+    from ..corpus_builder import build_corpus
 
     if phrases is None:
         phrases = default_phrases()

@@ -146,7 +146,7 @@ def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = ()) ->
 
 
 def _build_settings(model: PathLike, nlp, files: Sequence[Path], part_sentences: int) -> Dict[str, Any]:
-    from ..corpus.inputs import file_fingerprint
+    from ..corpus_builder.inputs import file_fingerprint
 
     return {
         "format": FORMAT_VERSION,
@@ -331,11 +331,11 @@ def dask_encode_task(papers: List[Dict[str, Any]], pipeline: str, batch_size: in
 def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, parts, done, work: Path, con, bar,
               stop_after_parts: Optional[int]) -> int:
     """Encode the pending parts on a Dask cluster with the corpus builder's
-    runner (``corpus.runners.dask_tasks``: ``"local"`` is a LocalCluster of
+    runner (``corpus_builder.runners.dask_tasks``: ``"local"`` is a LocalCluster of
     ``workers`` processes, else a scheduler address; at most two tasks per
     worker in flight); the client writes every part as it comes back.
     Workers need spacy_rhetoric and the pipeline at the same path."""
-    from ..corpus.runners import dask_tasks
+    from ..corpus_builder.runners import dask_tasks
 
     submitted, n_new = [0], [0]
 
