@@ -46,7 +46,7 @@ import torch
 from ..losses import graded_triplet_loss
 from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS, TITLE
 from .sentmask import DEFAULT_MODEL, Paper, clscisumm_papers, pad_batch
-from .windows import adamw_with_warmup, iter_sections, plan_chunks
+from .windows import TrainSettings, adamw_with_warmup, iter_sections, plan_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -65,21 +65,14 @@ MAX_TITLE_TOKENS = 32
 
 
 @dataclass
-class CosaembSettings:
+class CosaembSettings(TrainSettings):
     model: str = DEFAULT_MODEL
     max_length: int = 256  # word pieces per chunk (MiniLM was trained on 256; at most 512)
     m_local: float = 3.0
     m_global: float = 2.0
     m_inter: float = 1.0
-    learn_rate: float = 2e-5
     warmup_steps: int = 50
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
     batch_size: int = 8  # triplets per step
-    epochs: int = 1
-    max_steps: int = 0
-    seed: int = 0
-    log_every: int = 10
 
     def check(self) -> None:
         if not 0 <= self.m_inter <= self.m_global <= self.m_local:

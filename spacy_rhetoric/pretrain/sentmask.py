@@ -42,7 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..losses import info_nce_loss
-from .windows import TargetWindow, adamw_with_warmup, pack_window, plan_target_windows
+from .windows import TargetWindow, TrainSettings, adamw_with_warmup, pack_window, plan_target_windows
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @dataclass
-class SentMaskSettings:
+class SentMaskSettings(TrainSettings):
     model: str = DEFAULT_MODEL
     window_sents: int = 8
     targets_per_window: int = 4
@@ -61,16 +61,8 @@ class SentMaskSettings:
     mlm_weight: float = 0.0
     mlm_probability: float = 0.15
     mask_token: str = SENT_MASK_TOKEN
-    learn_rate: float = 2e-5
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
     windows_per_step: int = 2
-    epochs: int = 1
-    max_steps: int = 0  # 0 = no limit (epochs decide)
     min_sentences: int = 3  # papers with fewer sentences are skipped
-    seed: int = 0
-    log_every: int = 10
 
     def check(self) -> None:
         if self.n_negatives < 1:

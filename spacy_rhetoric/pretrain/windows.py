@@ -151,3 +151,20 @@ def adamw_with_warmup(model, learn_rate: float, weight_decay: float, warmup_step
         lambda s: min(1.0, (s + 1) / max(1, warmup_steps)) * max(0.0, 1 - s / max(1, total_steps)),
     )
     return optimizer, scheduler
+
+
+@dataclass
+class TrainSettings:
+    """What both pre-training loops share (SENT-MASK and COSAEMB add their own
+    fields): the starting model, AdamW with warm-up and linear decay
+    (``adamw_with_warmup``), gradient clipping, length, seed and logging."""
+
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    learn_rate: float = 2e-5
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    epochs: int = 1
+    max_steps: int = 0  # 0 = no limit (epochs decide)
+    seed: int = 0
+    log_every: int = 10
