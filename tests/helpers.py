@@ -38,3 +38,23 @@ def kill_then_rerun(cmd, shards, *, min_shards: int, timeout: float = 300):
     proc.wait()
     n_before = len(list(shards.glob("*.jsonl")))
     return killed, n_before, subprocess.run(cmd, env=env, capture_output=True, text=True)
+
+
+def make_reference(nlp, sentences, labels):
+    """A reference Doc whose sentences are exactly ``sentences`` (tokenized by
+    ``nlp``), with the gold ``labels`` in the doc-level store."""
+    from spacy.tokens import Doc
+
+    from spacy_rhetoric.extensions import set_sent_labels
+
+    words, spaces, starts = [], [], []
+    for sent in sentences:
+        toks = nlp.make_doc(sent)
+        for i, tok in enumerate(toks):
+            words.append(tok.text)
+            spaces.append(bool(tok.whitespace_) or i == len(toks) - 1)
+            starts.append(i == 0)
+    spaces[-1] = False
+    doc = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=starts)
+    set_sent_labels(doc, labels)
+    return doc

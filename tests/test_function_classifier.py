@@ -1,6 +1,7 @@
 import numpy
 import pytest
 import spacy
+from helpers import make_reference
 from numpy.testing import assert_almost_equal
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -64,20 +65,6 @@ CONTEXT_CNN = {
     "tok2vec": SMALL_TOK2VEC,
 }
 CONTEXT_LSTM = dict(CONTEXT_CNN, encoder="lstm")
-
-
-def make_reference(nlp, sentences, labels):
-    words, spaces, starts = [], [], []
-    for sent in sentences:
-        toks = nlp.make_doc(sent)
-        for i, tok in enumerate(toks):
-            words.append(tok.text)
-            spaces.append(bool(tok.whitespace_) or i == len(toks) - 1)
-            starts.append(i == 0)
-    spaces[-1] = False
-    doc = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=starts)
-    set_sent_labels(doc, labels)
-    return doc
 
 
 def make_examples(nlp, data):

@@ -5,13 +5,13 @@ import numpy
 import pytest
 import spacy
 import torch
+from helpers import make_reference
 from numpy.testing import assert_allclose, assert_almost_equal
-from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import fix_random_seed, make_tempdir, registry
 from thinc.api import Adam
 
-from spacy_rhetoric import get_sent_labels, set_sent_labels
+from spacy_rhetoric import get_sent_labels
 from spacy_rhetoric.ml.sequence import crf_log_marginals, viterbi_path
 
 SMALL_TOK2VEC = {
@@ -133,16 +133,7 @@ def make_nlp(model):
 def make_examples(nlp, data):
     examples = []
     for sentences, labels in data:
-        words, spaces, starts = [], [], []
-        for sent in sentences:
-            toks = nlp.make_doc(sent)
-            for i, tok in enumerate(toks):
-                words.append(tok.text)
-                spaces.append(bool(tok.whitespace_) or i == len(toks) - 1)
-                starts.append(i == 0)
-        spaces[-1] = False
-        ref = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=starts)
-        set_sent_labels(ref, labels)
+        ref = make_reference(nlp, sentences, labels)
         examples.append(Example(nlp.make_doc(ref.text), ref))
     return examples
 

@@ -45,7 +45,7 @@ import torch
 
 from ..losses import graded_triplet_loss
 from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS, TITLE
-from .sentmask import DEFAULT_MODEL, Paper, clscisumm_papers, pad_batch
+from .sentmask import Paper, clscisumm_papers, pad_batch
 from .windows import TrainSettings, adamw_with_warmup, iter_sections, plan_chunks
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,6 @@ MAX_TITLE_TOKENS = 32
 
 @dataclass
 class CosaembSettings(TrainSettings):
-    model: str = DEFAULT_MODEL
     max_length: int = 256  # word pieces per chunk (MiniLM was trained on 256; at most 512)
     m_local: float = 3.0
     m_global: float = 2.0

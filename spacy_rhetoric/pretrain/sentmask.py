@@ -47,12 +47,10 @@ from .windows import TargetWindow, TrainSettings, adamw_with_warmup, pack_window
 logger = logging.getLogger(__name__)
 
 SENT_MASK_TOKEN = "[SENT-MASK]"
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @dataclass
 class SentMaskSettings(TrainSettings):
-    model: str = DEFAULT_MODEL
     window_sents: int = 8
     targets_per_window: int = 4
     max_sentence_tokens: int = 48

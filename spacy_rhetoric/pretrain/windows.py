@@ -153,13 +153,16 @@ def adamw_with_warmup(model, learn_rate: float, weight_decay: float, warmup_step
     return optimizer, scheduler
 
 
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 @dataclass
 class TrainSettings:
     """What both pre-training loops share (SENT-MASK and COSAEMB add their own
     fields): the starting model, AdamW with warm-up and linear decay
     (``adamw_with_warmup``), gradient clipping, length, seed and logging."""
 
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    model: str = DEFAULT_MODEL
     learn_rate: float = 2e-5
     warmup_steps: int = 100
     weight_decay: float = 0.01
