@@ -6,6 +6,18 @@ from typing import Any, Dict, Set
 from spacy.util import registry
 from thinc.api import Config
 
+# A tok2vec small enough for overfitting tests in a second or two.
+SMALL_TOK2VEC = {
+    "@architectures": "spacy.HashEmbedCNN.v2",
+    "pretrained_vectors": None,
+    "width": 32,
+    "depth": 1,
+    "embed_size": 500,
+    "window_size": 1,
+    "maxout_pieces": 3,
+    "subword_features": True,
+}
+
 
 def resolve_config(text: str) -> Dict[str, Any]:
     """The sections of a config string with every registered function resolved."""

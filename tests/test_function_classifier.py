@@ -1,7 +1,7 @@
 import numpy
 import pytest
 import spacy
-from helpers import make_reference
+from helpers import SMALL_TOK2VEC, make_reference
 from numpy.testing import assert_almost_equal
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -36,16 +36,6 @@ CONTEXT_DATA = [
     (["Here it is.", "We test a model.", "Here it is."], ["background", "method", "result"]),
 ]
 
-SMALL_TOK2VEC = {
-    "@architectures": "spacy.HashEmbedCNN.v2",
-    "pretrained_vectors": None,
-    "width": 32,
-    "depth": 1,
-    "embed_size": 500,
-    "window_size": 1,
-    "maxout_pieces": 3,
-    "subword_features": True,
-}
 
 ISOLATED = {
     "@architectures": "spacy_rhetoric.SentenceClassifier.v1",

@@ -5,7 +5,7 @@ import numpy
 import pytest
 import spacy
 import torch
-from helpers import make_reference
+from helpers import SMALL_TOK2VEC, make_reference
 from numpy.testing import assert_allclose, assert_almost_equal
 from spacy.training import Example
 from spacy.util import fix_random_seed, make_tempdir, registry
@@ -14,16 +14,6 @@ from thinc.api import Adam
 from spacy_rhetoric import get_sent_labels
 from spacy_rhetoric.ml.sequence import crf_log_marginals, viterbi_path
 
-SMALL_TOK2VEC = {
-    "@architectures": "spacy.HashEmbedCNN.v2",
-    "pretrained_vectors": None,
-    "width": 32,
-    "depth": 1,
-    "embed_size": 500,
-    "window_size": 1,
-    "maxout_pieces": 3,
-    "subword_features": True,
-}
 SEQUENCE = {
     "@architectures": "spacy_rhetoric.SequenceSentenceClassifier.v1",
     "pooling": "mean+max",
