@@ -21,6 +21,14 @@ Retrieval (SciToricsBERT §4, Musgrave et al. 2020)
     averages and counted in ``n_lone_queries`` (if every query is lone, both
     scores are 0 with a warning).
 
+Same-group recall (COSAEMB §4, full-text paragraph retrieval)
+    Each vector (a section chunk) is a query against all *other* vectors
+    (leave-one-out, as above), ranked by Euclidean distance on the raw
+    vectors (COSAEMB's protocol and training metric) or by cosine.
+    Recall@k = share of queries with at least one vector of their own group
+    (paper) among the k nearest. Queries with no other vector of their group
+    have no correct answer: left out and counted in ``n_lone_queries``.
+
 Downstream classifiers (Bartz Guedes & da Silva 2023, §4.1)
     Classifiers are trained on the TRAIN embeddings and scored on the TEST
     (dev) embeddings with F1-micro. All use scikit-learn defaults except KNN,
@@ -51,7 +59,7 @@ import numpy
 
 from .extensions import LABEL, VECTOR, get_span_value, labelled_spans
 from .io import atomic_path
-from .neighbours import as_matrix, cosine_neighbours, l2_normalize
+from .neighbours import as_matrix, cosine_neighbours, l2_normalize, nearest_neighbours
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -112,6 +120,32 @@ def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
         "n_queries": int(scored.sum()),
         "n_lone_queries": int((~scored).sum()),
     }
+
+
+def same_group_recall(vectors, groups: Sequence[str], ks: Sequence[int] = (1, 3), *,
+                      metric: str = "euclidean") -> Dict[str, float]:
+    """Leave-one-out Recall@k of "a neighbour from the query's own group"
+    (module docstring): ``{"recall_at_1": ..., "recall_at_3": ...,
+    "n_queries": ..., "n_lone_queries": ...}``."""
+    X = as_matrix(vectors)
+    g = _check_labels(X, groups)
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1:
+        raise ValueError(f"ks must be positive integers, got {ks}")
+    if len(g) < 2:
+        raise ValueError("same_group_recall needs at least 2 vectors")
+    _, inverse, counts = numpy.unique(g, return_inverse=True, return_counts=True)
+    scored = counts[inverse] > 1
+    out: Dict[str, float] = {}
+    k_max = min(ks[-1], len(g) - 1)
+    idx, _ = nearest_neighbours(X, k_max, metric=metric)
+    hit = g[idx] == g[:, None]  # [n, k_max]
+    for k in ks:
+        first_k = hit[:, : min(k, k_max)].any(axis=1)
+        out[f"recall_at_{k}"] = float(first_k[scored].mean()) if scored.any() else 0.0
+    out["n_queries"] = int(scored.sum())
+    out["n_lone_queries"] = int((~scored).sum())
+    return out
 
 
 # ---------------------------------------------------------------------------

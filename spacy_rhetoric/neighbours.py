@@ -1,9 +1,12 @@
-"""Exact cosine k-nearest-neighbour search (faiss ``IndexFlatIP``), the one
-search behind the retrieval metrics (``evaluation.retrieval_scores``) and
-functional alignment (``alignment.align_encoded``).
+"""Exact k-nearest-neighbour search, the one search behind the retrieval
+metrics (``evaluation.retrieval_scores``, ``evaluation.same_group_recall``)
+and functional alignment (``alignment.align_encoded``).
 
-Vectors are L2-normalised first (an all-zero row stays zero), so the inner
-product is the cosine. Neighbours come by decreasing similarity; ties are
+``metric="cosine"`` (``cosine_neighbours``): faiss ``IndexFlatIP`` on
+L2-normalised vectors (an all-zero row stays zero), so the inner product is
+the cosine. ``metric="euclidean"``: faiss ``IndexFlatL2`` on the raw vectors
+(the score is minus the squared distance), for models trained on Euclidean
+distances such as COSAEMB. Neighbours come by decreasing similarity; ties are
 broken by the lower reference index, also when a tied group reaches past the
 first ``k`` results (the search is widened until the tie is settled), so the
 result does not depend on faiss' internal order.
@@ -33,12 +36,23 @@ def l2_normalize(vectors) -> numpy.ndarray:
     return X
 
 
+METRICS = ("cosine", "euclidean")
+
+
 def cosine_neighbours(
     queries, k: int, references=None, *, chunk_size: Optional[int] = None
 ) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    """The ``k`` most cosine-similar rows of ``references`` for every row of
-    ``queries``: ``(indices, scores)``, both ``[n_queries, k]``, best first,
-    ties by the lower reference index.
+    """``nearest_neighbours`` with the cosine."""
+    return nearest_neighbours(queries, k, references, metric="cosine", chunk_size=chunk_size)
+
+
+def nearest_neighbours(
+    queries, k: int, references=None, *, metric: str = "cosine", chunk_size: Optional[int] = None
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """The ``k`` nearest rows of ``references`` for every row of ``queries``
+    under ``metric`` (see module doc): ``(indices, scores)``, both
+    ``[n_queries, k]``, best first (highest cosine, or highest minus squared
+    Euclidean distance), ties by the lower reference index.
 
     ``references=None`` is the leave-one-out search of a set against itself:
     every row's neighbours are the *other* rows. The query is removed by its
@@ -49,9 +63,12 @@ def cosine_neighbours(
     """
     import faiss
 
-    Q = l2_normalize(queries)
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}: expected one of {METRICS}")
+    prepare = l2_normalize if metric == "cosine" else as_matrix
+    Q = prepare(queries)
     leave_one_out = references is None
-    R = Q if leave_one_out else l2_normalize(references)
+    R = Q if leave_one_out else prepare(references)
     if Q.shape[1] != R.shape[1]:
         raise ValueError(f"query vectors have {Q.shape[1]} dimensions but reference vectors {R.shape[1]}")
     n_ref = R.shape[0]
@@ -59,8 +76,9 @@ def cosine_neighbours(
     if not 0 < k <= candidates:
         raise ValueError(f"k must be in [1, {candidates}] for {n_ref} reference vectors"
                          f"{' (leave-one-out)' if leave_one_out else ''}, got {k}")
-    index = faiss.IndexFlatIP(R.shape[1])
+    index = faiss.IndexFlatIP(R.shape[1]) if metric == "cosine" else faiss.IndexFlatL2(R.shape[1])
     index.add(R)
+    sign = 1.0 if metric == "cosine" else -1.0  # scores: larger is nearer
     n = Q.shape[0]
     # One result more than needed (two with the query itself among them), so
     # that a tie running past the k-th neighbour shows up inside the window.
@@ -95,10 +113,10 @@ def cosine_neighbours(
     for start in range(0, n, chunk_size):
         queries = numpy.arange(start, min(n, start + chunk_size))
         sims, ids = index.search(Q[queries], fetch)
-        pending = settle(queries, sims, ids)
+        pending = settle(queries, sign * sims, ids)
         wider = fetch
         while len(pending):
             wider = min(n_ref, wider * 2)
             sims, ids = index.search(Q[pending], wider)
-            pending = settle(pending, sims, ids)
+            pending = settle(pending, sign * sims, ids)
     return out_idx, out_sim

@@ -466,7 +466,8 @@ class FixedLinker:
 
 
 def test_evaluate_keys_citances_by_number_not_placeholder_offsets(tmp_path):
-    from spacy_rhetoric.citret.corpus import evaluate_topics, select_topics
+    from spacy_rhetoric.citret.corpus import evaluate_topics
+    from spacy_rhetoric.readers.clscisumm import select_topics
 
     # two citances of one citing paper, both with Citation Offset 0; annotator b
     # annotated only the first one; one row has no citation text

@@ -3,39 +3,13 @@ and task 1a evaluation of a linker over topics."""
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Sequence, Tuple, Union
 
 from .evaluation import Task1aEvaluation, Task1aScore, merge_annotators
 from .pairs import PairStats, PaperCitances, build_pairs, paper_citances_from_topic
 from .text import preprocess
 
 PathLike = Union[str, Path]
-
-
-def select_topics(
-    roots: Sequence[PathLike],
-    *,
-    include: Optional[Iterable[str]] = None,
-    exclude: Optional[Iterable[str]] = None,
-) -> List:
-    """Topics under ``roots`` (see ``readers.clscisumm.iter_topics``), keeping
-    only ids in ``include`` (when given) and dropping ids in ``exclude``.
-    Unknown ids in ``include`` raise an error naming them."""
-    from ..readers.clscisumm import iter_topics
-
-    topics = [t for root in roots for t in iter_topics(root)]
-    if include is not None:
-        wanted = [t.strip() for t in include if t.strip()]
-        have = {t.topic_id for t in topics}
-        missing = [t for t in wanted if t not in have]
-        if missing:
-            raise ValueError(f"topics not found under {[str(r) for r in roots]}: {missing}")
-        keep = set(wanted)
-        topics = [t for t in topics if t.topic_id in keep]
-    if exclude is not None:
-        drop = {t.strip() for t in exclude}
-        topics = [t for t in topics if t.topic_id not in drop]
-    return topics
 
 
 def training_pairs(topics: Sequence, *, seed: int = 0, progress: bool = True) -> Tuple[List, PairStats, Counter]:

@@ -1,7 +1,8 @@
 """What every sub-command shares: one failure line and exit 1 for an ordinary
 mistake (``fail``, ``guard``), and option validators for typer callbacks."""
 from contextlib import contextmanager
-from typing import Iterator, Optional, Tuple, Type
+from pathlib import Path
+from typing import Iterator, List, Optional, Tuple, Type
 
 import typer
 from wasabi import msg
@@ -46,3 +47,14 @@ def non_negative_int(value: int) -> int:
 def nothing_done(reason: str) -> None:
     """Exit 1 with a line saying why nothing usable was produced."""
     fail(f"Nothing done: {reason}")
+
+
+def split_ids(value: Optional[str]) -> Optional[List[str]]:
+    """A comma-separated list of ids, or the path of a file of ids (one per
+    line or comma-separated); None stays None."""
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_file():
+        value = path.read_text(encoding="utf8").replace("\n", ",")
+    return [v.strip() for v in value.split(",") if v.strip()]

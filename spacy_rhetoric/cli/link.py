@@ -22,18 +22,9 @@ from wasabi import msg
 from ..citret.wmd import check_word2vec_header, load_vectors
 from ..io import PathError, atomic_write_json, atomic_write_lines, check_input, check_output
 from . import app
-from .common import fail, guard, non_negative_int, nothing_done, positive_int
+from .common import fail, guard, non_negative_int, nothing_done, positive_int, split_ids
 
 ANN_RE = re.compile(r"citance\s+number\s*:", re.IGNORECASE)
-
-
-def _split_ids(value: Optional[str]) -> Optional[List[str]]:
-    if value is None:
-        return None
-    path = Path(value)
-    if path.is_file():
-        value = path.read_text(encoding="utf8").replace("\n", ",")
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _threads(threads: int) -> None:
@@ -178,11 +169,12 @@ def link_cli(
     task 1a protocol). The --output JSON lists every scored citance."""
     from tqdm import tqdm
 
-    from ..citret.corpus import evaluate_topics, select_topics
+    from ..citret.corpus import evaluate_topics
+    from ..readers.clscisumm import select_topics
 
     with guard("link"):
         _check_link_paths(paths, evaluate, model, vectors, output)
-        chosen = select_topics(paths, include=_split_ids(topics)) if evaluate else None
+        chosen = select_topics(paths, include=split_ids(topics)) if evaluate else None
         if evaluate and not chosen:
             nothing_done("no topics selected")
         if vectors is not None:
@@ -261,15 +253,16 @@ def link_train_cli(
     import random
     import time
 
-    from ..citret.corpus import select_topics, training_pairs
+    from ..citret.corpus import training_pairs
     from ..citret.encoder import CitRetEncoder, finetune
     from ..citret.scoring import encoder_pairs
+    from ..readers.clscisumm import select_topics
 
     with guard("link-train"):
         for root in roots:
             check_input(root, what="topic directory", file_ok=False, dir_ok=True)
         check_output(output, what="--output", inputs=roots, dir_ok=True)
-        chosen = select_topics(roots, include=_split_ids(topics), exclude=_split_ids(exclude_topics))
+        chosen = select_topics(roots, include=split_ids(topics), exclude=split_ids(exclude_topics))
     if not chosen:
         nothing_done("no topics selected")
     _threads(threads)
@@ -318,14 +311,15 @@ def link_word2vec_cli(
     (the word vectors of CitRet's WMD) and save them in word2vec format."""
     import time
 
-    from ..citret.corpus import reference_token_sentences, select_topics
+    from ..citret.corpus import reference_token_sentences
     from ..citret.wmd import save_vectors, train_word2vec
+    from ..readers.clscisumm import select_topics
 
     with guard("link-word2vec"):
         for root in roots:
             check_input(root, what="topic directory", file_ok=False, dir_ok=True)
         check_output(output, what="--output", inputs=roots)
-        chosen = select_topics(roots, exclude=_split_ids(exclude_topics))
+        chosen = select_topics(roots, exclude=split_ids(exclude_topics))
     if not chosen:
         nothing_done("no topics selected")
     sentences = list(reference_token_sentences(chosen))

@@ -1,12 +1,13 @@
 """``spacy-rhetoric pretrain-sentmask`` and ``train-cosaemb``: self-supervised
 pre-training of the shared transformer (``spacy_rhetoric.pretrain``)."""
 from pathlib import Path
+from typing import Optional
 
 import typer
 from wasabi import msg
 
 from . import app
-from .common import guard
+from .common import guard, split_ids
 
 
 @app.command("pretrain-sentmask")
@@ -58,6 +59,9 @@ def train_cosaemb_cli(
     output: Path = typer.Argument(..., metavar="OUTPUT", help="Output directory (OUTPUT/model: HF model dir)"),
     model: str = typer.Option("sentence-transformers/all-MiniLM-L6-v2", "--model", help="Starting encoder"),
     limit_topics: int = typer.Option(0, "--limit-topics", help="Topics to read (0 = all)"),
+    topics: Optional[str] = typer.Option(None, "--topics", help="Only these topic ids (comma-separated or a file)"),
+    exclude_topics: Optional[str] = typer.Option(None, "--exclude-topics",
+                                                 help="Topic ids to leave out, e.g. held-out ones (comma-separated or a file)"),
     max_citing: int = typer.Option(0, "--max-citing", help="Citing papers per topic (0 = all)"),
     max_length: int = typer.Option(256, "--max-length", help="Word pieces per chunk"),
     m_local: float = typer.Option(3.0, "--m-local"),
@@ -81,7 +85,10 @@ def train_cosaemb_cli(
             max_steps=max_steps, seed=seed,
         )
         settings.check()
-        corpus = clscisumm_corpus(input_path, limit_topics=limit_topics, max_citing=max_citing)
+        corpus = clscisumm_corpus(input_path, limit_topics=limit_topics, max_citing=max_citing,
+                                  include=split_ids(topics), exclude=split_ids(exclude_topics))
+        if not corpus.papers:
+            raise ValueError(f"no papers read from {input_path} (topic selection left none?)")
         msg.info(f"{len(corpus.papers)} papers, {sum(len(c) for c in corpus.cites.values())} citation links")
         info = train_cosaemb(corpus, output, settings)
     last = info["history"][-1]["loss"] if info["history"] else float("nan")

@@ -214,15 +214,18 @@ class CitationCorpus:
     cites: Dict[str, Set[str]]  # citing paper id -> cited paper ids
 
 
-def clscisumm_corpus(root: Union[str, Path], *, limit_topics: int = 0, max_citing: int = 0) -> CitationCorpus:
+def clscisumm_corpus(root: Union[str, Path], *, limit_topics: int = 0, max_citing: int = 0,
+                     include: Optional[Sequence[str]] = None,
+                     exclude: Optional[Sequence[str]] = None) -> CitationCorpus:
     """Reference and citing papers of the CL-SciSumm topics under ``root``:
     each citing paper of a topic cites the topic's reference paper
-    (``max_citing``: citing papers read per topic, 0 = all)."""
-    from ..readers.clscisumm import iter_topics
+    (``max_citing``: citing papers read per topic, 0 = all; ``include`` /
+    ``exclude``: topic ids, as ``readers.clscisumm.select_topics``)."""
+    from ..readers.clscisumm import select_topics
 
     papers: Dict[str, Paper] = {}
     cites: Dict[str, Set[str]] = {}
-    for n, topic in enumerate(iter_topics(root)):
+    for n, topic in enumerate(select_topics([root], include=include, exclude=exclude)):
         if limit_topics and n >= limit_topics:
             break
         read = list(clscisumm_papers(topic.root, citing=True))

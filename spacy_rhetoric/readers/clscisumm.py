@@ -34,7 +34,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import srsly
 from spacy.language import Language
@@ -427,6 +427,30 @@ def iter_topics(root: Union[str, Path]) -> Iterator[Topic]:
             for grandchild in sorted(p for p in child.iterdir() if p.is_dir()):
                 if (grandchild / "Reference_XML").is_dir():
                     yield _topic_from_dir(grandchild)
+
+
+def select_topics(
+    roots: Sequence[Union[str, Path]],
+    *,
+    include: Optional[Iterable[str]] = None,
+    exclude: Optional[Iterable[str]] = None,
+) -> List[Topic]:
+    """Topics under ``roots`` (see ``iter_topics``), keeping
+    only ids in ``include`` (when given) and dropping ids in ``exclude``.
+    Unknown ids in ``include`` raise an error naming them."""
+    topics = [t for root in roots for t in iter_topics(root)]
+    if include is not None:
+        wanted = [t.strip() for t in include if t.strip()]
+        have = {t.topic_id for t in topics}
+        missing = [t for t in wanted if t not in have]
+        if missing:
+            raise ValueError(f"topics not found under {[str(r) for r in roots]}: {missing}")
+        keep = set(wanted)
+        topics = [t for t in topics if t.topic_id in keep]
+    if exclude is not None:
+        drop = {t.strip() for t in exclude}
+        topics = [t for t in topics if t.topic_id not in drop]
+    return topics
 
 
 def read_reference_docs(
