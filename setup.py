@@ -46,6 +46,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.ContextSentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_context_sentence_classifier",
         "spacy_rhetoric.SequenceSentenceClassifier.v1 = spacy_rhetoric.ml.sequence:build_sequence_sentence_classifier",
         "spacy_rhetoric.SectionAwareSentenceClassifier.v1 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier",
+        "spacy_rhetoric.SectionAwareSentenceClassifier.v2 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier_v2",
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
         "spacy_rhetoric.ContextSentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_context_sentence_encoder",
         "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:ChunkedTransformerModel",

@@ -125,12 +125,17 @@ def predict(nlp, sents, sections, headings):
     return [(s._.rhetoric_label, s._.rhetoric_scores) for s in doc.sents]
 
 
+V2 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v2", "ngram_size": 2, "ngram_length": 4096}
+
+
 @pytest.mark.slow  # trains 60 steps
-def test_section_aware_classifier_overfits_and_round_trips(tmp_path):
+@pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi")], ids=["v1", "v2", "v2-viterbi"])
+def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
-    rule; the saved pipeline predicts the same."""
-    nlp = train_nlp()
+    rule; the saved pipeline predicts the same. v2 adds hashed n-grams and a
+    CRF over the doc's sentences."""
+    nlp = train_nlp(**arch)
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
@@ -166,6 +171,29 @@ def test_forced_label_not_among_labels_forces_nothing():
     nlp = train_nlp(forced_label="nonexistent")
     back = predict(nlp, ["We build a parser."], ["other"], ["Acknowledgments"])
     assert max(back[0][1].values()) < 1.0
+
+
+def test_v2_sequence_head_parts():
+    """v2: the CRF is the output layer; its emitters are the section-aware
+    dense part and (ngram_size > 0) the sparse n-gram part; untrained, each
+    row of the marginals sums to 1 and back matter is forced."""
+    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier_v2
+
+    t2v = spacy.registry.resolve({"t": TOK2VEC})["t"]
+    model = build_section_aware_sentence_classifier_v2(t2v, width=16, depth=1, ngram_size=2, ngram_length=512)
+    assert model.get_ref("output_layer").name == "crf" and len(model.get_ref("output_layer").layers) == 2
+    bare = build_section_aware_sentence_classifier_v2(spacy.registry.resolve({"t": TOK2VEC})["t"], ngram_size=0)
+    assert len(bare.get_ref("output_layer").layers) == 1
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    pipe = nlp.add_pipe(CLASSIFIER, config={"model": model_config(**V2)})
+    for label in ("background", "other", "result"):
+        pipe.add_label(label)
+    nlp.initialize()
+    out = predict(nlp, ["Parsing is old.", "We thank all."], ["introduction", "other"],
+                  ["1 Introduction", "Acknowledgments"])
+    assert sum(out[0][1].values()) == pytest.approx(1.0, abs=1e-5)
+    assert out[1][0] == "other" and out[1][1]["other"] == 1.0
 
 
 def test_bad_forced_section_is_an_error():

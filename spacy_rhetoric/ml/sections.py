@@ -272,6 +272,58 @@ def build_section_aware_sentence_classifier(
     return model
 
 
+@registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v2")
+def build_section_aware_sentence_classifier_v2(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    width: int = 128,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    dropout: float = 0.1,
+    hidden_size: int = 0,
+    use_sections: bool = True,
+    forced_sections: Sequence[str] = (BACK_MATTER,),
+    forced_label: str = OTHER,
+    section_scale: float = 1.0,
+    acknowledgements: bool = False,
+    ngram_size: int = 2,
+    ngram_length: int = 2 ** 18,
+    decode: str = "marginal",
+    head_scale: float = 1.0,
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """v1 with the sequence head of ``SequenceSentenceClassifier.v1``: the
+    sentence representation (context trunk + section one-hot, optional
+    Maxout) -> Linear emissions, plus the sentence's hashed 1..``ngram_size``-grams
+    and position buckets -> SparseLinear (lexical cues such as "in this
+    paper" or "we would like to thank" from the first steps, as spaCy's
+    TextCatEnsemble adds bag-of-words to a neural model), summed -> linear-chain
+    CRF over each doc's sentences (``ml.sequence.crf_layer``: marginals, or the
+    Viterbi path with ``decode = "viterbi"``); the back-matter rule of v1 on
+    its output. Arguments: as v1, and ``ngram_size`` (0: no sparse part),
+    ``ngram_length``, ``decode``, ``head_scale`` as ``SequenceSentenceClassifier.v1``.
+    """
+    from .sequence import crf_layer, emitters
+
+    pooler, in_context = build_context_trunk(
+        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout,
+    )
+    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale, acknowledgements)),
+              Dropout(dropout)]
+    if hidden_size > 0:
+        layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
+    crf = crf_layer(emitters(layers, ngram_size, ngram_length), nO=nO, decode=decode, head_scale=head_scale)
+    model = force_sections(crf, forced_sections, forced_label, use_sections, acknowledgements)
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.set_ref("output_layer", crf)
+    model.attrs["context"] = True
+    return model
+
+
 def section_counts(docs: Sequence[Doc]) -> Dict[str, int]:
     """How many sentences of ``docs`` are in each section (for reports)."""
     counts: Dict[str, int] = {}

@@ -280,6 +280,23 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
     return probs, backprop
 
 
+def emitters(dense: List[Model], ngram_size: int, ngram_length: int) -> List[Model]:
+    """The emitters of ``crf_layer``: the ``dense`` layers (docs -> sentence
+    representations) chained with a Linear, and (``ngram_size`` > 0) the sentence's hashed n-grams and
+    position buckets (``sentence_ngrams``) -> SparseLinear with
+    ``ngram_length`` rows; each has its output layer as ref "output"."""
+    dense_out = Linear()
+    dense_part = chain(*dense, dense_out)
+    dense_part.set_ref("output", dense_out)
+    out = [dense_part]
+    if ngram_size > 0:
+        sparse_out = SparseLinear_v2(length=ngram_length)
+        sparse = chain(sentence_ngrams(ngram_size), sparse_out)
+        sparse.set_ref("output", sparse_out)
+        out.append(sparse)
+    return out
+
+
 @registry.architectures("spacy_rhetoric.SequenceSentenceClassifier.v1")
 def build_sequence_sentence_classifier(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -313,16 +330,8 @@ def build_sequence_sentence_classifier(
         tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
         maxout_pieces=maxout_pieces, dropout=dropout,
     )
-    dense_out = Linear()
-    dense = chain(pooler, in_context, Dropout(dropout), dense_out)
-    dense.set_ref("output", dense_out)
-    emitters = [dense]
-    if ngram_size > 0:
-        sparse_out = SparseLinear_v2(length=ngram_length)
-        sparse = chain(sentence_ngrams(ngram_size), sparse_out)
-        sparse.set_ref("output", sparse_out)
-        emitters.append(sparse)
-    model = crf_layer(emitters, nO=nO, decode=decode, head_scale=head_scale)
+    model = crf_layer(emitters([pooler, in_context, Dropout(dropout)], ngram_size, ngram_length),
+                      nO=nO, decode=decode, head_scale=head_scale)
     model.set_ref("tok2vec", tok2vec)
     model.set_ref("pooler", pooler)
     model.set_ref("output_layer", model)
