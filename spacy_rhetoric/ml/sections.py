@@ -222,6 +222,22 @@ def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) ->
     return probs, backprop
 
 
+def section_aware_layers(tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int,
+                         maxout_pieces: int, dropout: float, hidden_size: int, use_sections: bool,
+                         section_scale: float, acknowledgements: bool) -> Tuple[Model, List[Model]]:
+    """The pooler and the layers both versions share, up to the output:
+    context trunk concatenated with the section one-hot, Dropout, optional Maxout."""
+    pooler, in_context = build_context_trunk(
+        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout,
+    )
+    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale, acknowledgements)),
+              Dropout(dropout)]
+    if hidden_size > 0:
+        layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
+    return pooler, layers
+
+
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v1")
 def build_section_aware_sentence_classifier(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -254,15 +270,9 @@ def build_section_aware_sentence_classifier(
     matter wherever it stands (e.g. the last sentence of a conclusion). use_sections: false gives the
     same network without section information (all-zero features, no rule).
     """
-    pooler, in_context = build_context_trunk(
-        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
+    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
+                                          dropout, hidden_size, use_sections, section_scale, acknowledgements)
     output_layer = Softmax(nO=nO)
-    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale, acknowledgements)),
-              Dropout(dropout)]
-    if hidden_size > 0:
-        layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
     layers.append(output_layer)
     model = force_sections(chain(*layers), forced_sections, forced_label, use_sections, acknowledgements)
     model.set_ref("tok2vec", tok2vec)
@@ -307,14 +317,8 @@ def build_section_aware_sentence_classifier_v2(
     """
     from .sequence import crf_layer, emitters
 
-    pooler, in_context = build_context_trunk(
-        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
-    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale, acknowledgements)),
-              Dropout(dropout)]
-    if hidden_size > 0:
-        layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
+    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
+                                          dropout, hidden_size, use_sections, section_scale, acknowledgements)
     crf = crf_layer(emitters(layers, ngram_size, ngram_length), nO=nO, decode=decode, head_scale=head_scale)
     model = force_sections(crf, forced_sections, forced_label, use_sections, acknowledgements)
     model.set_ref("tok2vec", tok2vec)
