@@ -129,7 +129,8 @@ V2 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v2", "ngr
 
 
 @pytest.mark.slow  # trains 60 steps
-@pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi")], ids=["v1", "v2", "v2-viterbi"])
+@pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs")],
+                         ids=["v1", "v2", "v2-viterbi", "v2-docs"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
@@ -194,6 +195,32 @@ def test_v2_sequence_head_parts():
                   ["1 Introduction", "Acknowledgments"])
     assert sum(out[0][1].values()) == pytest.approx(1.0, abs=1e-5)
     assert out[1][0] == "other" and out[1][1]["other"] == 1.0
+
+
+def test_segments_of_docs_and_section_runs():
+    """segments "docs": one chain per doc; "sections": one per run of
+    consecutive same-section sentences, tagged with the section."""
+    from spacy.strings import hash_string
+    from thinc.api import NumpyOps
+
+    from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
+    from spacy_rhetoric.ml.sequence import _position_keys, segments_of
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    a = sectioned_doc(nlp, ["A b.", "C d.", "E f.", "G h.", "I j.", "K l."],
+                      ["abstract", "abstract", "introduction", "introduction", "introduction", "method"],
+                      ["Abstract", "Abstract", "1 Intro", "1 Intro", "1 Intro", "2 Method"])
+    b = sectioned_doc(nlp, ["M n.", "O p."], ["results", "results"], ["3 Results"] * 2)
+    docs = [a, b]
+    X = (docs, make_indices(NumpyOps(), [doc_sentence_offsets(d) for d in docs]))
+    assert segments_of(*X, "docs") == ([6, 2], ["", ""])
+    assert segments_of(*X, "sections") == ([2, 3, 1, 2], ["abstract", "introduction", "method", "results"])
+    with pytest.raises(ValueError, match="segments"):
+        segments_of(*X, "paragraphs")
+    # untagged keys are the v1 keys; a tag makes them differ per section
+    assert _position_keys(2)[0][0] == hash_string("__pos_rel=0")
+    assert _position_keys(2, "introduction")[0][0] == hash_string("__pos_rel=0|introduction")
 
 
 def test_bad_forced_section_is_an_error():

@@ -302,6 +302,7 @@ def build_section_aware_sentence_classifier_v2(
     ngram_length: int = 2 ** 18,
     decode: str = "marginal",
     head_scale: float = 1.0,
+    segments: str = "sections",
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """v1 with the sequence head of ``SequenceSentenceClassifier.v1``: the
@@ -310,16 +311,22 @@ def build_section_aware_sentence_classifier_v2(
     and position buckets -> SparseLinear (lexical cues such as "in this
     paper" or "we would like to thank" from the first steps, as spaCy's
     TextCatEnsemble adds bag-of-words to a neural model), summed -> linear-chain
-    CRF over each doc's sentences (``ml.sequence.crf_layer``: marginals, or the
-    Viterbi path with ``decode = "viterbi"``); the back-matter rule of v1 on
-    its output. Arguments: as v1, and ``ngram_size`` (0: no sparse part),
-    ``ngram_length``, ``decode``, ``head_scale`` as ``SequenceSentenceClassifier.v1``.
+    CRF (``ml.sequence.crf_layer``: marginals, or the Viterbi path with
+    ``decode = "viterbi"``); the back-matter rule of v1 on its output.
+    Arguments: as v1, and ``ngram_size`` (0: no sparse part),
+    ``ngram_length``, ``decode``, ``head_scale`` as
+    ``SequenceSentenceClassifier.v1``. ``segments``: "sections" (default)
+    chains the CRF over each run of same-section sentences and counts the
+    position buckets within it, hashed with the section's name (a full
+    paper's introduction is not read as the middle of an abstract); "docs"
+    over whole docs, as ``SequenceSentenceClassifier.v1``.
     """
     from .sequence import crf_layer, emitters
 
     pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
                                           dropout, hidden_size, use_sections, section_scale, acknowledgements)
-    crf = crf_layer(emitters(layers, ngram_size, ngram_length), nO=nO, decode=decode, head_scale=head_scale)
+    crf = crf_layer(emitters(layers, ngram_size, ngram_length, segments), nO=nO, decode=decode,
+                    head_scale=head_scale, segments=segments)
     model = force_sections(crf, forced_sections, forced_label, use_sections, acknowledgements)
     model.set_ref("tok2vec", tok2vec)
     model.set_ref("pooler", pooler)

@@ -40,6 +40,15 @@ other layer's, and nothing here owns torch state. Torch runs in float64 on
 padded ``[docs, max sentences, labels]`` tensors: the recursions are over the
 sentences (tens per abstract), so their cost is small beside the encoder's.
 
+Segments: by default the sequence (CRF chain, position buckets) is the doc.
+With ``segments = "sections"`` (``SectionAwareSentenceClassifier.v2``) it is
+each run of consecutive sentences with the same section
+(``ml.sections.sections_of``): in a full paper the CRF chains the sentences of
+one section and a sentence's position buckets count within its section and
+are hashed together with the section's name, so each section has its own
+position prior (the first sentence of an abstract and of a results section
+are different cues); a doc with one section (an abstract) is one segment.
+
 Decoding: ``decode = "marginal"`` (default) outputs the marginals, so the
 pipe's argmax is the per-sentence most probable label (what the training
 loss targets). ``decode = "viterbi"`` outputs the one-hot rows of each doc's
@@ -142,26 +151,59 @@ def viterbi_path(emissions: numpy.ndarray, transitions: numpy.ndarray, start: nu
 # -- sparse n-gram + position features ----------------------------------------
 
 
-def _position_keys(n: int) -> List[List[int]]:
-    """Hashed position buckets of each of ``n`` sentences."""
+SEGMENTS = ("docs", "sections")
+
+
+def _position_keys(n: int, tag: str = "") -> List[List[int]]:
+    """Hashed position buckets of each of ``n`` sentences (``tag``: appended
+    to every key, e.g. the section's name)."""
     keys = []
+    suffix = f"|{tag}" if tag else ""
     for i in range(n):
         rel = int(round((i / (n - 1) if n > 1 else 0.0) * (N_POSITION_BINS - 1)))
         from_end = n - 1 - i
         keys.append([
-            hash_string(f"__pos_rel={rel}"),
-            hash_string(f"__pos_start={min(i, MAX_POSITION_INDEX)}"),
-            hash_string(f"__pos_end={min(from_end, MAX_POSITION_INDEX)}"),
+            hash_string(f"__pos_rel={rel}{suffix}"),
+            hash_string(f"__pos_start={min(i, MAX_POSITION_INDEX)}{suffix}"),
+            hash_string(f"__pos_end={min(from_end, MAX_POSITION_INDEX)}{suffix}"),
         ])
     return keys
 
 
-def sentence_ngrams(ngram_size: int, attr: int = LOWER) -> Model:
+def segments_of(docs: List[Doc], indices: Ragged, segments: str = "docs") -> Tuple[List[int], List[str]]:
+    """The sequence lengths (summing to the number of sentence rows) and each
+    segment's tag: one segment per doc with sentences (tag "") for
+    ``segments="docs"``; one per run of consecutive sentences of the same
+    section, tagged with the section's name, for ``"sections"``."""
+    if segments not in SEGMENTS:
+        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
+    lengths = [int(n) for n in indices.lengths]
+    if segments == "docs":
+        return [n for n in lengths if n], ["" for n in lengths if n]
+    from .sections import sections_of
+
+    names = sections_of(docs, indices)
+    out, tags, row = [], [], 0
+    for n in lengths:
+        for i in range(n):
+            if i == 0 or names[row + i] != names[row + i - 1]:
+                out.append(0)
+                tags.append(names[row + i])
+            out[-1] += 1
+        row += n
+    return out, tags
+
+
+def sentence_ngrams(ngram_size: int, attr: int = LOWER, segments: str = "docs") -> Model:
     """``(docs, indices)`` -> ``(keys, values, lengths)`` for ``SparseLinear``:
     per sentence, the hashed 1..ngram_size-grams of its tokens' ``attr``
     (spaCy's ``extract_ngrams`` per sentence instead of per doc, counts as
-    values) and three hashed position buckets (value 1)."""
-    return Model("sentence_ngrams", _ngrams_forward, attrs={"ngram_size": ngram_size, "attr": attr})
+    values) and three hashed position buckets (value 1) within its segment
+    (``segments_of``)."""
+    if segments not in SEGMENTS:
+        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
+    return Model("sentence_ngrams", _ngrams_forward,
+                 attrs={"ngram_size": ngram_size, "attr": attr, "segments": segments})
 
 
 def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
@@ -170,11 +212,13 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     xp = numpy
     offsets = ops.to_numpy(indices.dataXd)
     lengths = [int(n) for n in ops.to_numpy(indices.lengths)]
+    seg_lengths, seg_tags = segments_of(docs, indices, model.attrs.get("segments", "docs"))
+    positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
     batch_keys, batch_vals, out_lengths = [], [], []
     row = 0
     for doc, n in zip(docs, lengths):
         ids = doc.to_array([model.attrs["attr"]]).astype("uint64").reshape(-1)
-        pos_keys = _position_keys(n)
+        pos_keys = positions[row: row + n]
         for i in range(n):
             start, end = int(offsets[row, 0]), int(offsets[row, 1])
             row += 1
@@ -206,7 +250,7 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
 
 
 def crf_layer(emitters: List[Model], nO: Optional[int] = None, decode: str = "marginal",
-              head_scale: float = 1.0) -> Model:
+              head_scale: float = 1.0, segments: str = "docs") -> Model:
     """Sum of the emitters' ``[n_sentences, nO]`` scores -> CRF marginals (see the
     module docstring). Parameters: ``W`` ``[nO, nO]`` transitions, ``start``
     and ``end`` ``[nO]``, all initialised to 0 (so an untrained layer is the
@@ -216,6 +260,8 @@ def crf_layer(emitters: List[Model], nO: Optional[int] = None, decode: str = "ma
     can fine-tune a transformer (small rate) and train these linear parts."""
     if decode not in DECODES:
         raise ValueError(f"Unknown decode {decode!r}: use one of {DECODES}")
+    if segments not in SEGMENTS:
+        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
     return Model(
         "crf",
         _crf_forward,
@@ -223,7 +269,7 @@ def crf_layer(emitters: List[Model], nO: Optional[int] = None, decode: str = "ma
         layers=emitters,
         dims={"nO": nO},
         params={"W": None, "start": None, "end": None},
-        attrs={"decode": decode, "head_scale": float(head_scale)},
+        attrs={"decode": decode, "head_scale": float(head_scale), "segments": segments},
     )
 
 
@@ -246,7 +292,7 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
     E = outputs[0][0]
     for scores, _ in outputs[1:]:
         E = E + scores * c
-    lengths = [int(n) for n in ops.to_numpy(X[1].lengths)]
+    lengths, _ = segments_of(X[0], X[1], model.attrs.get("segments", "docs"))
     W, start, end = (ops.to_numpy(model.get_param(name)) * c for name in ("W", "start", "end"))
     if not is_train and model.attrs["decode"] == "viterbi":
         E_np = ops.to_numpy(E).astype("float64")
@@ -280,7 +326,7 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
     return probs, backprop
 
 
-def emitters(dense: List[Model], ngram_size: int, ngram_length: int) -> List[Model]:
+def emitters(dense: List[Model], ngram_size: int, ngram_length: int, segments: str = "docs") -> List[Model]:
     """The emitters of ``crf_layer``: the ``dense`` layers (docs -> sentence
     representations) chained with a Linear, and (``ngram_size`` > 0) the sentence's hashed n-grams and
     position buckets (``sentence_ngrams``) -> SparseLinear with
@@ -291,7 +337,7 @@ def emitters(dense: List[Model], ngram_size: int, ngram_length: int) -> List[Mod
     out = [dense_part]
     if ngram_size > 0:
         sparse_out = SparseLinear_v2(length=ngram_length)
-        sparse = chain(sentence_ngrams(ngram_size), sparse_out)
+        sparse = chain(sentence_ngrams(ngram_size, segments=segments), sparse_out)
         sparse.set_ref("output", sparse_out)
         out.append(sparse)
     return out
