@@ -1,5 +1,6 @@
 """Small helpers shared by test modules (import as ``from helpers import ...``;
 pytest puts ``tests/`` on ``sys.path``)."""
+import re
 from importlib.metadata import entry_points
 from typing import Any, Dict, Set
 
@@ -70,3 +71,10 @@ def make_reference(nlp, sentences, labels):
     doc = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=starts)
     set_sent_labels(doc, labels)
     return doc
+
+
+def cli_text(result) -> str:
+    """A CliRunner result's output without ANSI colours and with whitespace
+    folded: wasabi wraps long messages at the terminal width, so where a line
+    breaks depends on the length of the (temporary) paths in it."""
+    return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())

@@ -3,6 +3,7 @@ coarse and fine classifiers + encoder, sourced components detached from the
 tok2vec / transformer they listened to, one writer per sentence field."""
 import pytest
 import spacy
+from helpers import cli_text
 from spacy.training import Example
 from typer.testing import CliRunner
 
@@ -186,10 +187,6 @@ def test_check_pipeline_output(tmp_path):
         check_pipeline_output(coarse, inputs=[coarse])
 
 
-def output_of(result):
-    return " ".join(result.output.split())
-
-
 @pytest.mark.slow
 def test_cli_assemble(tmp_path):
     _load_commands()
@@ -214,15 +211,15 @@ def test_cli_assemble(tmp_path):
     # Clash: one line, exit 1, nothing written.
     result = runner.invoke(app, ["assemble", str(tmp_path / "clash"), "--classifier", str(coarse),
                                  "--fine-classifier", str(coarse)])
-    assert result.exit_code == 1 and "both write the sentence field 'label'" in output_of(result)
+    assert result.exit_code == 1 and "both write the sentence field 'label'" in cli_text(result)
     assert not (tmp_path / "clash").exists()
 
     result = runner.invoke(app, ["assemble", str(tmp_path / "x"), "--classifier", str(tmp_path / "missing")])
-    assert result.exit_code == 1 and "not found" in output_of(result)
+    assert result.exit_code == 1 and "not found" in cli_text(result)
     result = runner.invoke(app, ["assemble", str(coarse), "--classifier", str(coarse)])
-    assert result.exit_code == 1 and "same path as the input" in output_of(result)
+    assert result.exit_code == 1 and "same path as the input" in cli_text(result)
     result = runner.invoke(app, ["assemble", str(tmp_path / "y")])
-    assert result.exit_code == 1 and "Nothing done" in output_of(result)
+    assert result.exit_code == 1 and "Nothing done" in cli_text(result)
 
 
 def test_save_pipeline_failure_keeps_the_old_pipeline(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ import re
 import numpy
 import pytest
 import spacy
+from helpers import cli_text
 from spacy.tokens import DocBin
 
 import spacy_rhetoric  # extensions; the package root for the source checks
@@ -538,7 +539,7 @@ def test_cli_link_evaluate_writes_every_scored_citance(tiny_encoder_dir, tmp_pat
     assert set(data["protocols"]) == {"union", "per_annotator"}
     assert [c["citance_number"] for c in data["scored_citances"]] == ["1", "2"]
     assert all(len(c["predicted"]) == 2 for c in data["scored_citances"])
-    text = " ".join(result.output.split())  # wasabi wraps long lines
+    text = cli_text(result)  # wasabi wraps long lines
     assert "per annotator" in text and "2 citances read, 2 scored, 0 skipped" in text
     assert not list(out.parent.glob(".tmp-*"))
 
@@ -569,7 +570,7 @@ def test_cli_link_bad_input_one_line_exit_1_before_work(tmp_path, case):
     result = _cli(args + ["--encoder", tmp_path / "no-such-encoder"])
     assert result.exit_code == 1, result.output
     # one message (wasabi wraps it to the terminal width and may colour it)
-    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
+    text = cli_text(result)
     assert text.startswith("✘ link: ") and text.count("✘") == 1, text
     assert "Traceback" not in text and "no-such-encoder" not in text
     assert not (tmp_path / "pwned").exists()
@@ -696,7 +697,7 @@ def test_cli_link_unloadable_encoder_one_line_exit_1(tmp_path):
     ref.write_text("\n".join(TOY_REFERENCE) + "\n")
     (tmp_path / "empty-encoder").mkdir()
     result = _cli(["link", ref, ref, "--no-wmd", "--encoder", tmp_path / "empty-encoder"])
-    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
+    text = cli_text(result)
     assert result.exit_code == 1 and text.startswith("✘ link: ") and text.count("✘") == 1, text
     assert "empty-encoder" in text and "Traceback" not in text
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import spacy
+from helpers import cli_text
 from spacy.tokens import DocBin
 from spacy.training import Example
 from typer.testing import CliRunner
@@ -24,7 +25,7 @@ PMC = {"id": "PMC1", "sentence": "we used a parser.", "label": "methods"}
 
 def run(*args):
     result = CliRunner().invoke(app, [str(a) for a in args])
-    text = " ".join(result.output.split())  # wasabi wraps long lines
+    text = cli_text(result)  # wasabi wraps long lines
     assert "Traceback" not in text, result.output
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, text

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy
 import pytest
 import srsly
-from helpers import kill_then_rerun
+from helpers import cli_text, kill_then_rerun
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
@@ -477,7 +477,7 @@ def test_label_cli_exits_non_zero_when_nothing_usable(tmp_path):
     (src / "empty.txt").write_text("The sky is blue.\n")
     result = _label([src, "-o", tmp_path / "out2", "--phrases", phrases, "--n", "3"])
     assert result.exit_code == 1
-    assert "Nothing done: no sentence of the 1 read matched" in " ".join(result.output.split())
+    assert "Nothing done: no sentence of the 1 read matched" in cli_text(result)
 
 
 @pytest.mark.parametrize("option", ["--n-process", "--batch-size", "--workers", "--n"])
@@ -506,7 +506,7 @@ def test_label_cli_bad_paths_are_clear_errors(tmp_path):
         result = _label(args)
         assert result.exit_code == 1, (args, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit)
-        assert expected in " ".join(result.output.split()), (expected, result.output)
+        assert expected in cli_text(result), (expected, result.output)
     assert not any((tmp_path / f"o{i}").exists() for i in (1, 2, 3))
 
 

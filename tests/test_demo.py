@@ -8,6 +8,7 @@ import random
 
 import pytest
 import spacy
+from helpers import cli_text
 
 from spacy_rhetoric import demo
 from spacy_rhetoric.configs import config_names, config_path
@@ -146,7 +147,7 @@ def test_cli_demo_without_data_fails_clearly(monkeypatch, tmp_path):
     _load_commands()
     monkeypatch.setenv("SPACY_RHETORIC_DATA", str(tmp_path / "nowhere"))
     result = CliRunner().invoke(app, ["demo", "--output", str(tmp_path / "out")])
-    output = " ".join(result.output.split())
+    output = cli_text(result)
     assert result.exit_code == 1
     assert "demo data is missing" in output and "SPACY_RHETORIC_DATA" in output
     assert not (tmp_path / "out").exists()

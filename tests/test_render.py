@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 import spacy
+from helpers import cli_text
 from spacy.tokens import DocBin
 from test_search import LABELS, PAPERS, SECTIONS, tiny_pipeline
 from typer.testing import CliRunner
@@ -220,23 +221,23 @@ def test_cli_render(annotated_file, model_dir, tmp_path):
     paper = tmp_path / "paper.txt"
     paper.write_text("Introduction\n\n" + " ".join(PAPERS[2]) + "\n", encoding="utf8")
     result = runner.invoke(app, ["render", str(paper), "-o", str(out)])
-    assert result.exit_code == 1 and "pass --model" in result.output
+    assert result.exit_code == 1 and "pass --model" in cli_text(result)
     result = runner.invoke(app, ["render", str(paper), "-o", str(out), "--model", str(model_dir)])
     assert result.exit_code == 0, result.output
     assert {s["data-label"] for s in parse(out.read_text(encoding="utf8")).sents} <= set(LABELS)
     # bad input: missing file, unlabelled .spacy, output = input, binary paper
     result = runner.invoke(app, ["render", str(tmp_path / "missing.spacy"), "-o", str(out)])
-    assert result.exit_code == 1 and "paper not found" in result.output
+    assert result.exit_code == 1 and "paper not found" in cli_text(result)
     plain = tmp_path / "plain.spacy"
     DocBin(docs=[doc_from_sentences(spacy.blank("en"), PAPERS[0])]).to_disk(plain)
     result = runner.invoke(app, ["render", str(plain), "-o", str(out)])
-    assert result.exit_code == 1 and "no sentence has a rhetoric label" in result.output
+    assert result.exit_code == 1 and "no sentence has a rhetoric label" in cli_text(result)
     result = runner.invoke(app, ["render", str(annotated_file), "-o", str(annotated_file)])
     assert result.exit_code == 1 and "same path as the input" in " ".join(result.output.split())
     binary = tmp_path / "paper.pdf"
     binary.write_bytes(b"%PDF\x00\x01")
     result = runner.invoke(app, ["render", str(binary), "-o", str(out), "--model", str(model_dir)])
-    assert result.exit_code == 1 and "paper.pdf" in result.output
+    assert result.exit_code == 1 and "paper.pdf" in cli_text(result)
 
 
 def test_cli_map(annotated_file, model_dir, tmp_path):
@@ -245,22 +246,22 @@ def test_cli_map(annotated_file, model_dir, tmp_path):
     out = tmp_path / "map.png"
     result = runner.invoke(app, ["map", str(annotated_file), "-o", str(out), "--max-points", "6", "--seed", "1"])
     assert result.exit_code == 0, result.output
-    assert "6 of 8 sentences" in result.output and out.read_bytes()[:4] == b"\x89PNG"
+    assert "6 of 8 sentences" in cli_text(result) and out.read_bytes()[:4] == b"\x89PNG"
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"paper_id": f"J{i}", "text": s}) + "\n"
                               for i, sents in enumerate(PAPERS) for s in sents), encoding="utf8")
     result = runner.invoke(app, ["map", str(corpus), "-o", str(out)])
-    assert result.exit_code == 1 and "pass --model" in result.output
+    assert result.exit_code == 1 and "pass --model" in cli_text(result)
     result = runner.invoke(app, ["map", str(corpus), "-o", str(out), "--model", str(model_dir)])
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["map", str(corpus), "-o", str(tmp_path / "map.html"), "--model", str(model_dir)])
-    assert result.exit_code == 1 and ".png" in result.output
+    assert result.exit_code == 1 and ".png" in cli_text(result)
     plain = tmp_path / "plain.spacy"
     DocBin(docs=[doc_from_sentences(spacy.blank("en"), PAPERS[0])]).to_disk(plain)
     result = runner.invoke(app, ["map", str(plain), "-o", str(out)])
-    assert result.exit_code == 1 and "no sentence" in result.output and "encoder vector" in result.output
+    assert result.exit_code == 1 and "no sentence" in cli_text(result) and "encoder vector" in cli_text(result)
     result = runner.invoke(app, ["map", str(tmp_path / "nope"), "-o", str(out)])
-    assert result.exit_code == 1 and "corpus not found" in result.output
+    assert result.exit_code == 1 and "corpus not found" in cli_text(result)
     assert ext.VECTOR  # the vectors come from the store field of that name
 
 
