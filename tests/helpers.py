@@ -78,3 +78,25 @@ def cli_text(result) -> str:
     folded: wasabi wraps long messages at the terminal width, so where a line
     breaks depends on the length of the (temporary) paths in it."""
     return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
+
+
+def save_tiny_bert(path, *, section_tokens: bool = False):
+    """A tiny random BERT (hidden size 16, one layer, seed 0) with the MiniLM
+    tokenizer saved to ``path`` (local files only); ``section_tokens``: the
+    tokenizer and the embeddings also have COSAEMB's section tokens."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from spacy_rhetoric.util import resolve_hf_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_hf_model("sentence-transformers/all-MiniLM-L6-v2"))
+    if section_tokens:
+        from spacy_rhetoric.pretrain.cosaemb import add_section_tokens
+
+        add_section_tokens(tokenizer)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=128)
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path

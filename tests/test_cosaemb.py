@@ -6,6 +6,7 @@ from collections import Counter
 import numpy
 import pytest
 import torch
+from helpers import save_tiny_bert
 
 from spacy_rhetoric.losses import graded_triplet_loss
 from spacy_rhetoric.pretrain.cosaemb import (
@@ -168,18 +169,7 @@ def test_triplets_on_clscisumm_topic(topic_corpus, tokenizer):
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from spacy_rhetoric.util import resolve_hf_model
-
-    path = tmp_path_factory.mktemp("tiny_bert_cosaemb")
-    tok = AutoTokenizer.from_pretrained(resolve_hf_model("sentence-transformers/all-MiniLM-L6-v2"))
-    config = BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=128)
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(path, safe_serialization=True)
-    tok.save_pretrained(path)
-    return path
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_cosaemb"))
 
 
 def test_train_cosaemb_tiny(tmp_path, tiny_model_dir, topic_corpus):

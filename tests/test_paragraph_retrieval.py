@@ -3,6 +3,7 @@ hand-computed cases, the evaluation chunks, topic selection for training."""
 import numpy
 import pytest
 import torch
+from helpers import save_tiny_bert
 
 from spacy_rhetoric.evaluation import same_group_recall
 from spacy_rhetoric.neighbours import cosine_neighbours, nearest_neighbours
@@ -101,23 +102,8 @@ def test_retrieval_chunks_have_no_title_and_no_other_section(tokenizer):
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
     """Two tiny BERTs: one whose vocabulary has the section tokens, one without."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from spacy_rhetoric.util import resolve_hf_model
-
-    out = {}
-    for name in ("with_tokens", "without_tokens"):
-        path = tmp_path_factory.mktemp(name)
-        tok = AutoTokenizer.from_pretrained(resolve_hf_model("sentence-transformers/all-MiniLM-L6-v2"))
-        if name == "with_tokens":
-            add_section_tokens(tok)
-        config = BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=32, max_position_embeddings=128)
-        torch.manual_seed(0)
-        BertModel(config).save_pretrained(path, safe_serialization=True)
-        tok.save_pretrained(path)
-        out[name] = path
-    return out
+    return {name: save_tiny_bert(tmp_path_factory.mktemp(name), section_tokens=(name == "with_tokens"))
+            for name in ("with_tokens", "without_tokens")}
 
 
 def test_encode_chunks_strips_tokens_the_model_lacks(tokenizer, tiny_models):

@@ -4,6 +4,7 @@ import random
 
 import pytest
 import torch
+from helpers import save_tiny_bert
 
 from spacy_rhetoric.losses import info_nce_loss
 from spacy_rhetoric.pretrain.sentmask import (
@@ -147,18 +148,7 @@ def test_epoch_windows_cover_all_papers():
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
     """A tiny random BERT with the MiniLM tokenizer (local files only)."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from spacy_rhetoric.util import resolve_hf_model
-
-    path = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = AutoTokenizer.from_pretrained(resolve_hf_model("sentence-transformers/all-MiniLM-L6-v2"))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=128)
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(path, safe_serialization=True)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
 
 
 SENTS = [

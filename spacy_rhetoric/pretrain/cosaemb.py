@@ -197,10 +197,12 @@ def paper_chunks(
     return out
 
 
-def chunk_paper(paper: Paper, tokenizer, max_length: int, tagger=None) -> PaperChunks:
+def chunk_paper(paper: Paper, tokenizer, max_length: int, tagger=None, *, title: bool = True) -> PaperChunks:
+    """``paper_chunks`` of a ``Paper`` (``title=False``: no title part, as the
+    paragraph retrieval evaluation reads papers)."""
     categories = categorise_sections(paper.sections or [None] * len(paper.sentences), tagger)
     sentence_ids = tokenizer(paper.sentences, add_special_tokens=False)["input_ids"]
-    title_ids = tokenizer(paper.title, add_special_tokens=False)["input_ids"] if paper.title else None
+    title_ids = tokenizer(paper.title, add_special_tokens=False)["input_ids"] if title and paper.title else None
     return paper_chunks(paper.paper_id, sentence_ids, categories, title_ids, tokenizer, max_length)
 
 

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy
 import torch
 
-from .cosaemb import BODY_SECTIONS, ChunkInput, add_section_tokens, categorise_sections, encode_inputs, paper_chunks
+from .cosaemb import BODY_SECTIONS, ChunkInput, add_section_tokens, chunk_paper, encode_inputs
 from .sentmask import Paper
 
 
@@ -43,9 +43,7 @@ def retrieval_chunks(papers: Sequence[Paper], tokenizer, max_length: int, tagger
     ``tokenizer`` must know the section tokens (``cosaemb.add_section_tokens``)."""
     out: List[RetrievalChunk] = []
     for paper in papers:
-        categories = categorise_sections(paper.sections or [None] * len(paper.sentences), tagger)
-        sentence_ids = tokenizer(paper.sentences, add_special_tokens=False)["input_ids"]
-        pc = paper_chunks(paper.paper_id, sentence_ids, categories, None, tokenizer, max_length)
+        pc = chunk_paper(paper, tokenizer, max_length, tagger, title=False)
         chunks: List[ChunkInput] = [pc.abstract] if pc.abstract is not None else []
         chunks += [c for c in pc.chunks() if c.section in BODY_SECTIONS]
         out.extend(RetrievalChunk(c.paper_id, c.section, c.input_ids) for c in chunks)
