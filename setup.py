@@ -47,6 +47,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.SequenceSentenceClassifier.v1 = spacy_rhetoric.ml.sequence:build_sequence_sentence_classifier",
         "spacy_rhetoric.SectionAwareSentenceClassifier.v1 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier",
         "spacy_rhetoric.SectionAwareSentenceClassifier.v2 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier_v2",
+        "spacy_rhetoric.SectionAwareSentenceClassifier.v3 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier_v3",
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
         "spacy_rhetoric.ContextSentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_context_sentence_encoder",
         "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:ChunkedTransformerModel",
@@ -84,6 +85,9 @@ ENTRY_POINTS = {
     ],
     "spacy_batchers": [
         "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.batchers:pk_batcher",
+    ],
+    "spacy_callbacks": [
+        "spacy_rhetoric.initialize_frozen.v1 = spacy_rhetoric.ml.transformer:make_initialize_frozen",
     ],
 }
 

@@ -63,15 +63,16 @@ def listener_paths(config: Dict[str, Any], prefix: str = "") -> Iterator[Tuple[s
             yield from listener_paths(value, path + ".")
 
 
-def detach_listeners(nlp: Language, name: str) -> List[str]:
+def detach_listeners(nlp: Language, name: str, keep: Iterable[str] = ()) -> List[str]:
     """Give component ``name`` of ``nlp`` its own copy of every upstream
-    ``tok2vec``/``transformer`` it listens to; returns ``"<path> <- <upstream>"``
-    for each listener replaced."""
+    ``tok2vec``/``transformer`` it listens to, except those in ``keep`` (sourced
+    as components of their own); returns ``"<path> <- <upstream>"`` for each
+    listener replaced."""
     paths = list(listener_paths(nlp.get_pipe_config(name)))
     replaced = []
     for upstream in nlp.pipe_names:
         listeners = getattr(nlp.get_pipe(upstream), "listener_map", {}).get(name)
-        if not listeners:
+        if not listeners or upstream in keep:
             continue
         own = [path for path, up in paths if up in (upstream, "*")]
         if len(own) != len(listeners):
@@ -89,7 +90,14 @@ def shared_upstream(source: Language, name: str, factories: Sequence[str], nlp: 
     classifier + encoder); "" when it listens to no upstream, the upstream has
     listeners that are not requested, a listener block says ``upstream = "*"``,
     or ``nlp`` already has a component of that name (the parser's ``tok2vec``):
-    then the component gets its own copy (``detach_listeners``)."""
+    then the component gets its own copy (``detach_listeners``).
+
+    A transformer listener that is not the component's ``model.tok2vec`` (one
+    input of a ``concatenate``, classifier_sections_minilm_cpu.cfg) cannot be
+    copied in: spaCy's ``replace_listeners`` hands a transformer's
+    ``replace_listener_cfg`` the ``model.tok2vec`` block whatever the path.
+    Its upstream is then sourced as a component of its own even with one
+    listener (a ValueError if ``nlp`` has a component of that name)."""
     wanted = {n for n in source.pipe_names if source.get_pipe_meta(n).factory in factories}
     for upstream in source.pipe_names:
         listeners = getattr(source.get_pipe(upstream), "listener_map", {})
@@ -99,7 +107,16 @@ def shared_upstream(source: Language, name: str, factories: Sequence[str], nlp: 
         explicit = all(up == upstream for n in names for _, up in listener_paths(source.get_pipe_config(n)))
         if len(names) > 1 and names <= wanted and explicit and upstream not in nlp.pipe_names:
             return upstream
-        return ""
+        nested = "replace_listener_cfg" in source.get_pipe(upstream).model.attrs and any(
+            path != "model.tok2vec" for path, up in listener_paths(source.get_pipe_config(name)) if up == upstream)
+        if nested:
+            if upstream in nlp.pipe_names or names - wanted:
+                raise ValueError(f"{name} listens to {upstream!r} from inside its model, so {upstream!r} must be "
+                                 f"added as a component of its own, but "
+                                 + (f"the pipeline has a component {upstream!r} already" if upstream in nlp.pipe_names
+                                    else f"it also has listeners that were not requested ({sorted(names - wanted)})"))
+            return upstream
+        continue
     return ""
 
 
@@ -200,7 +217,7 @@ def assemble(
             listeners = ", ".join(source_nlp.get_pipe(shared).listening_components)
             nlp.add_pipe(shared, source=source_nlp)
             report[shared] = f"from {where}, shared by {listeners}"
-        detached = [] if shared else detach_listeners(source_nlp, name)
+        detached = detach_listeners(source_nlp, name, keep=[shared] if shared else [])
         new_name = name if name not in nlp.pipe_names else f"rhetoric_{name}"
         if new_name in nlp.pipe_names:
             raise ValueError(f"{where}: a component named {name!r} (and {new_name!r}) is in the pipeline already")

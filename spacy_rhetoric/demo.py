@@ -5,7 +5,9 @@ tagger into one pipeline (``spacy_rhetoric.assemble``), and annotate a paper
 with it, section by section.
 
 - Classifier: ``spacy_rhetoric/configs/classifier_sections_cpu.cfg`` (the
-  section of each sentence is an input; back matter is ``other`` by rule) on
+  section of each sentence is an input, positions count within sections,
+  hashed n-grams beside the tok2vec, a CRF over each section's sentences;
+  back matter is ``other`` by rule), ``DEFAULT_CLASSIFIER_STEPS`` steps, on
   a small multi-source corpus (``readers.section_labels.build_small_corpus``):
   CSAbstruct train, the PMC-Sents-FULL train split and the first
   CL-SciSumm reference papers with weak labels from their tagged sections
@@ -47,7 +49,11 @@ SAMPLE_PAPER = "sample_paper.txt"
 CLASSIFIER_CONFIG = "classifier_sections_cpu"
 SCISUMM_PAPERS = 40  # CL-SciSumm papers in the demo's training corpus
 SECTION_SCALE = "components.rhetoric_function_classifier.model.section_scale"
-DEMO_SECTION_SCALE = 10.0  # the config's 5.0 is for 1000+ steps
+DEMO_SECTION_SCALE = 10.0  # the value the demo's figures in benchmarks/README.md were measured with
+# 1500 steps (about 3 CPU minutes): at 400, a quarter of an epoch, the model had not learned the
+# lexical cues of "In this paper, we present ..." or "Experiments ... show ..." (benchmarks/README.md)
+DEFAULT_CLASSIFIER_STEPS = 1500
+DEFAULT_ENCODER_STEPS = 400
 
 
 class DemoError(PathError):
@@ -202,7 +208,7 @@ def _mtime(path: Path) -> int:
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
                       retrain: bool = False) -> Tuple[Path, Path]:
     """Train the CPU classifier (packaged config ``classifier_sections_cpu``:
-    tok2vec + context architecture + section input) on the demo's
+    tok2vec + context architecture + section input + n-grams + CRF) on the demo's
     multi-source corpus and the encoder (``encoder_cpu``) on CSAbstruct into
     ``output``."""
     output.mkdir(parents=True, exist_ok=True)
@@ -301,8 +307,9 @@ def _short(text: str, width: int) -> str:
 # --------------------------------------------------------------------------
 
 
-def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *, classifier_steps: int = 400,
-        encoder_steps: int = 400, retrain: bool = False, parser: str = "en_core_web_sm") -> Dict[str, int]:
+def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
+        classifier_steps: int = DEFAULT_CLASSIFIER_STEPS, encoder_steps: int = DEFAULT_ENCODER_STEPS,
+        retrain: bool = False, parser: str = "en_core_web_sm") -> Dict[str, int]:
     """Train (or reuse) the two models under ``output``, assemble
     ``output/pipeline``, annotate ``paper`` (default: the GROBID TEI sample of
     the data directory, else the packaged sample paper) and print the dev

@@ -126,11 +126,13 @@ def predict(nlp, sents, sections, headings):
 
 
 V2 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v2", "ngram_size": 2, "ngram_length": 4096}
+V3 = dict(V2, **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})
 
 
 @pytest.mark.slow  # trains 60 steps
-@pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs")],
-                         ids=["v1", "v2", "v2-viterbi", "v2-docs"])
+@pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs"), V3,
+                                  dict(V3, ngram_size=0)],
+                         ids=["v1", "v2", "v2-viterbi", "v2-docs", "v3", "v3-no-ngrams"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
@@ -221,6 +223,46 @@ def test_segments_of_docs_and_section_runs():
     # untagged keys are the v1 keys; a tag makes them differ per section
     assert _position_keys(2)[0][0] == hash_string("__pos_rel=0")
     assert _position_keys(2, "introduction")[0][0] == hash_string("__pos_rel=0|introduction")
+
+
+def test_v3_positions_count_within_sections():
+    """v3's trunk appends (relative position, is-first, is-last) counted within
+    each run of same-section sentences; v2's (positions "docs") over the doc.
+    The last abstract sentence of a paper is then "last", as in an abstract."""
+    from thinc.api import NumpyOps
+
+    from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
+    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier_v3, with_segment_positions
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    doc = sectioned_doc(nlp, ["A b.", "C d.", "E f.", "G h.", "I j."],
+                        ["abstract"] * 3 + ["introduction"] * 2, ["Abstract"] * 3 + ["1 Intro"] * 2)
+    X = ([doc], make_indices(NumpyOps(), [doc_sentence_offsets(doc)]))
+    expected = {"sections": [[0, 1, 0], [0.5, 0, 0], [1, 0, 1], [0, 1, 0], [1, 0, 1]],
+                "docs": [[0, 1, 0], [0.25, 0, 0], [0.5, 0, 0], [0.75, 0, 0], [1, 0, 1]]}
+    for positions, rows in expected.items():
+        model = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], width=16,
+                                                           depth=1, ngram_size=0, positions=positions, nO=4)
+        model.initialize(X=X)
+        trunk = next(n for n in model.walk() if n.name in ("with_segment_positions", "with_positions"))
+        assert (trunk.name == "with_segment_positions") == (positions == "sections")
+        if positions == "sections":
+            out = trunk.predict(X)
+        else:  # with_positions reads the pooled Ragged
+            out = trunk.predict(model.get_ref("pooler").predict(X))
+        assert out.shape == (5, 16 + 3)
+        numpy.testing.assert_allclose(out[:, -3:], rows)
+    # gradient flows through the trunk into the tok2vec
+    model = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], width=16,
+                                                       depth=1, ngram_size=0, nO=4)
+    model.initialize(X=X)
+    trunk = next(n for n in model.walk() if n.name == "with_segment_positions")
+    out, backprop = trunk(X, is_train=True)
+    assert backprop(numpy.ones_like(out)) is not None
+    with pytest.raises(ValueError, match="positions"):
+        build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], positions="pages")
+    assert with_segment_positions(model.get_ref("pooler"), trunk.layers[1]).attrs["segments"] == "sections"
 
 
 def test_bad_forced_section_is_an_error():

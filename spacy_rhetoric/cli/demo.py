@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from ..demo import DEFAULT_CLASSIFIER_STEPS, DEFAULT_ENCODER_STEPS
 from . import app
 from .common import guard, nothing_done, positive_int
 
@@ -18,9 +19,9 @@ def demo_cli(
         None, help="Paper file: GROBID TEI, JATS, S2ORC JSON or plain text (default: the GROBID TEI sample "
                    "paper-formats/grobid-tei/N18-3011.tei.xml of the data directory, else the packaged sample paper)"),
     output: Path = typer.Option(Path(".demo"), "--output", help="Trained models, corpus and the pipeline go here"),
-    classifier_steps: int = typer.Option(400, "--classifier-steps", callback=positive_int,
+    classifier_steps: int = typer.Option(DEFAULT_CLASSIFIER_STEPS, "--classifier-steps", callback=positive_int,
                                          help="Training steps of the function classifier"),
-    encoder_steps: int = typer.Option(400, "--encoder-steps", callback=positive_int,
+    encoder_steps: int = typer.Option(DEFAULT_ENCODER_STEPS, "--encoder-steps", callback=positive_int,
                                       help="Training steps of the sentence encoder"),
     retrain: bool = typer.Option(False, "--retrain", help="Train again even if OUTPUT has matching models"),
     parser: str = typer.Option("en_core_web_sm", "--parser", help="Parser pipeline (name or path)"),

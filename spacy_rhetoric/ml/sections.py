@@ -51,7 +51,7 @@ from ..section_headings import (
     HeadingRules,
     parse_heading,
 )
-from .classifier import build_context_trunk
+from .classifier import N_POSITION_FEATURES, build_context_trunk, position_features
 
 UNKNOWN = "unknown"
 BACK_MATTER = "back matter"
@@ -222,16 +222,67 @@ def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) ->
     return probs, backprop
 
 
+def with_segment_positions(pooler: Model, context: Model[Ragged, Ragged],
+                           segments: str = "sections") -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """(docs, sentence indices) -> ``pooler`` -> ``context`` over each doc's
+    sentences, with the position features (``classifier.position_features``:
+    relative position, is-first, is-last) counted within each segment of
+    ``ml.sequence.segments_of`` instead of the doc: with "sections", the last
+    sentence of a paper's abstract is last (as in an abstract-only training
+    doc), not 4 sentences into a 200-sentence doc."""
+    return Model("with_segment_positions", _segment_positions_forward, init=_segment_positions_init,
+                 layers=[pooler, context], dims={"nO": None}, attrs={"segments": segments})
+
+
+def _segment_positions_init(model: Model, X=None, Y=None) -> None:
+    pooler, context = model.layers
+    pooler.initialize(X=X)
+    if X is None:
+        context.initialize()
+        return
+    pooled = pooler.predict(X)
+    context.initialize(X=pooled)
+    model.set_dim("nO", context.predict(pooled).dataXd.shape[1] + N_POSITION_FEATURES, force=True)
+
+
+def _segment_positions_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
+    from .sequence import segments_of
+
+    pooler, context = model.layers
+    docs, indices = X
+    pooled, bp_pooler = pooler(X, is_train)
+    Y, bp_context = context(pooled, is_train)
+    width = Y.dataXd.shape[1]
+    lengths, _ = segments_of(docs, indices, model.attrs["segments"])
+    out = model.ops.xp.hstack([Y.dataXd, position_features(model.ops, model.ops.asarray1i(lengths))])
+
+    def backprop(dOut: Floats2d):
+        return bp_pooler(bp_context(Ragged(model.ops.xp.ascontiguousarray(dOut[:, :width]), Y.lengths)))
+
+    return out, backprop
+
+
+POSITIONS = ("docs", "sections")
+
+
 def section_aware_layers(tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int,
                          maxout_pieces: int, dropout: float, hidden_size: int, use_sections: bool,
-                         section_scale: float, acknowledgements: bool) -> Tuple[Model, List[Model]]:
-    """The pooler and the layers both versions share, up to the output:
-    context trunk concatenated with the section one-hot, Dropout, optional Maxout."""
+                         section_scale: float, acknowledgements: bool,
+                         positions: str = "docs") -> Tuple[Model, List[Model]]:
+    """The pooler and the layers all versions share, up to the output:
+    context trunk concatenated with the section one-hot, Dropout, optional
+    Maxout. ``positions``: "docs" (v1, v2) counts the trunk's position
+    features over the doc, "sections" within each run of same-section
+    sentences (``with_segment_positions``)."""
+    if positions not in POSITIONS:
+        raise ValueError(f"Unknown positions {positions!r}: use one of {POSITIONS}")
     pooler, in_context = build_context_trunk(
         tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
         maxout_pieces=maxout_pieces, dropout=dropout,
     )
-    layers = [concatenate(chain(pooler, in_context), section_features(use_sections, section_scale, acknowledgements)),
+    # in_context is with_positions(project >> context) over whole docs
+    trunk = chain(pooler, in_context) if positions == "docs" else with_segment_positions(pooler, in_context.layers[0])
+    layers = [concatenate(trunk, section_features(use_sections, section_scale, acknowledgements)),
               Dropout(dropout)]
     if hidden_size > 0:
         layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
@@ -319,12 +370,50 @@ def build_section_aware_sentence_classifier_v2(
     chains the CRF over each run of same-section sentences and counts the
     position buckets within it, hashed with the section's name (a full
     paper's introduction is not read as the middle of an abstract); "docs"
-    over whole docs, as ``SequenceSentenceClassifier.v1``.
+    over whole docs, as ``SequenceSentenceClassifier.v1``. The trunk's
+    position features count over the whole doc (v3: within sections).
     """
+    return build_section_aware_sentence_classifier_v3(
+        tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size, use_sections,
+        forced_sections, forced_label, section_scale, acknowledgements, ngram_size, ngram_length, decode,
+        head_scale, segments, positions="docs", nO=nO)
+
+
+@registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v3")
+def build_section_aware_sentence_classifier_v3(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean",
+    width: int = 128,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    dropout: float = 0.1,
+    hidden_size: int = 0,
+    use_sections: bool = True,
+    forced_sections: Sequence[str] = (BACK_MATTER,),
+    forced_label: str = OTHER,
+    section_scale: float = 1.0,
+    acknowledgements: bool = False,
+    ngram_size: int = 2,
+    ngram_length: int = 2 ** 18,
+    decode: str = "marginal",
+    head_scale: float = 1.0,
+    segments: str = "sections",
+    positions: str = "sections",
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """v2 whose trunk counts its position features within each section
+    (``positions = "sections"``, default; ``with_segment_positions``) as the
+    sparse part and the CRF already do with ``segments = "sections"``: a
+    model trained on abstracts then reads a full paper's abstract, and each
+    body section, as a sequence of its own. ``positions = "docs"`` gives v2.
+    ``ngram_size = 0`` leaves the sparse part out. Other arguments: as v2."""
     from .sequence import crf_layer, emitters
 
     pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
-                                          dropout, hidden_size, use_sections, section_scale, acknowledgements)
+                                          dropout, hidden_size, use_sections, section_scale, acknowledgements,
+                                          positions=positions)
     crf = crf_layer(emitters(layers, ngram_size, ngram_length, segments), nO=nO, decode=decode,
                     head_scale=head_scale, segments=segments)
     model = force_sections(crf, forced_sections, forced_label, use_sections, acknowledgements)

@@ -23,7 +23,7 @@ arguments of ``spacy-transformers.TransformerModel.v3`` plus
 ``max_windows_per_pass`` (0 = no slicing, i.e. upstream behaviour). The
 weights and the serialized form are those of ``TransformerModel``.
 """
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 from spacy.tokens import Doc
@@ -163,3 +163,35 @@ def chunked_forward(
         raise ValueError("ChunkedTransformerModel: no backprop outside training (is_train=False)")
 
     return output, backprop
+
+
+@registry.callbacks("spacy_rhetoric.initialize_frozen.v1")
+def make_initialize_frozen(components: Sequence[str] = ("transformer",)) -> Callable:
+    """An ``[initialize.before_init]`` callback that initializes the named
+    components although they are in ``training.frozen_components``.
+
+    ``spacy train`` initializes only the components it will update, so a
+    transformer that is frozen from the start (a fixed feature extractor, as
+    in classifier_sections_minilm_cpu.cfg) would never load its pretrained
+    weights; spaCy's own answer is to source it from a trained pipeline, which
+    needs a second pipeline on disk. ``Transformer.initialize`` needs no
+    examples (it loads the weights), so it is called here with none. It links
+    its listeners only when it is among the enabled pipes, which a frozen
+    component is not during ``nlp.initialize``: the listeners are linked here
+    (``find_listeners``, which also gives them the transformer's width).
+    Components that are not in the pipeline are an error."""
+    names = list(components)
+
+    def initialize_frozen(nlp):
+        missing = [name for name in names if name not in nlp.component_names]
+        if missing:
+            raise ValueError(f"initialize_frozen: no component {missing} in the pipeline {nlp.component_names}")
+        for name in names:
+            pipe = nlp.get_pipe(name)
+            pipe.initialize(lambda: [], nlp=nlp)
+            if hasattr(pipe, "find_listeners"):
+                for _, other in nlp.components:
+                    pipe.find_listeners(other)
+        return nlp
+
+    return initialize_frozen
