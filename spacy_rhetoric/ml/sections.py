@@ -289,6 +289,19 @@ def section_aware_layers(tok2vec: Model, pooling: str, width: int, encoder: str,
     return pooler, layers
 
 
+def _section_aware_model(scorer: Model, tok2vec: Model, pooler: Model, output_layer: Model,
+                         forced_sections: Sequence[str], forced_label: str, use_sections: bool,
+                         acknowledgements: bool) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """``scorer`` with the back-matter rule, and the refs and attrs the
+    rhetoric_function_classifier reads."""
+    model = force_sections(scorer, forced_sections, forced_label, use_sections, acknowledgements)
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("pooler", pooler)
+    model.set_ref("output_layer", output_layer)
+    model.attrs["context"] = True
+    return model
+
+
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v1")
 def build_section_aware_sentence_classifier(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -325,12 +338,8 @@ def build_section_aware_sentence_classifier(
                                           dropout, hidden_size, use_sections, section_scale, acknowledgements)
     output_layer = Softmax(nO=nO)
     layers.append(output_layer)
-    model = force_sections(chain(*layers), forced_sections, forced_label, use_sections, acknowledgements)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.set_ref("output_layer", output_layer)
-    model.attrs["context"] = True
-    return model
+    return _section_aware_model(chain(*layers), tok2vec, pooler, output_layer, forced_sections, forced_label,
+                                use_sections, acknowledgements)
 
 
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v2")
@@ -416,12 +425,8 @@ def build_section_aware_sentence_classifier_v3(
                                           positions=positions)
     crf = crf_layer(emitters(layers, ngram_size, ngram_length, segments), nO=nO, decode=decode,
                     head_scale=head_scale, segments=segments)
-    model = force_sections(crf, forced_sections, forced_label, use_sections, acknowledgements)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.set_ref("output_layer", crf)
-    model.attrs["context"] = True
-    return model
+    return _section_aware_model(crf, tok2vec, pooler, crf, forced_sections, forced_label, use_sections,
+                                acknowledgements)
 
 
 def section_counts(docs: Sequence[Doc]) -> Dict[str, int]:
