@@ -265,6 +265,41 @@ def test_v3_positions_count_within_sections():
     assert with_segment_positions(model.get_ref("pooler"), trunk.layers[1]).attrs["segments"] == "sections"
 
 
+def test_sections_of_reuses_its_answer_for_the_same_batch_only():
+    """One forward pass asks several layers for the sections of one batch:
+    the answer is computed once per (indices object, docs, flag), a new batch
+    is read afresh, and callers cannot change the kept answer."""
+    from thinc.api import NumpyOps
+
+    from spacy_rhetoric.ml import sections as sections_module
+    from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    a = sectioned_doc(nlp, ["A b.", "We thank all."], ["abstract", "method"], ["Abstract", "2 Method"])
+    b = sectioned_doc(nlp, ["C d."], ["results"], ["3 Results"])
+    Xa = ([a], make_indices(NumpyOps(), [doc_sentence_offsets(a)]))
+    calls = []
+    original = sections_module._sections_of
+
+    def counting(*args):
+        calls.append(args[2])
+        return original(*args)
+
+    sections_module._sections_of = counting
+    try:
+        first = sections_module.sections_of(*Xa)
+        first.append("changed by a caller")
+        assert sections_module.sections_of(*Xa) == ["abstract", "method"]
+        assert sections_module.sections_of(*Xa, acknowledgements=True) == ["abstract", BACK_MATTER]
+        assert calls == [False, True]
+        Xb = ([b], make_indices(NumpyOps(), [doc_sentence_offsets(b)]))
+        assert sections_module.sections_of(*Xb) == ["results"]
+        assert calls == [False, True, False]
+    finally:
+        sections_module._sections_of = original
+
+
 def test_bad_forced_section_is_an_error():
     from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier
 

@@ -13,7 +13,7 @@ label probabilities, one row per sentence in the order of ``indices``.
   boundaries, and its output is concatenated with position features
   (relative position, is-first, is-last) before the Softmax.
 """
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -76,15 +76,25 @@ def _with_positions_init(model: Model, X: Optional[Ragged] = None, Y=None) -> No
         model.set_dim("nO", context.get_dim("nO") + N_POSITION_FEATURES, force=True)
 
 
+def append_positions(ops, Y: Ragged, lengths) -> Tuple[Floats2d, Callable[[Floats2d], Ragged]]:
+    """``Y``'s rows with the position features of sequences of ``lengths``
+    appended, and the function taking the output's gradient back to ``Y``'s."""
+    width = Y.dataXd.shape[1]
+    out = ops.xp.hstack([Y.dataXd, position_features(ops, lengths)])
+
+    def to_Y(dOut: Floats2d) -> Ragged:
+        return Ragged(ops.xp.ascontiguousarray(dOut[:, :width]), Y.lengths)
+
+    return out, to_Y
+
+
 def _with_positions_forward(model: Model, X: Ragged, is_train: bool):
     context = model.layers[0]
     Y, bp_context = context(X, is_train)
-    width = Y.dataXd.shape[1]
-    feats = position_features(model.ops, X.lengths)
-    out = model.ops.xp.hstack([Y.dataXd, feats])
+    out, to_Y = append_positions(model.ops, Y, X.lengths)
 
     def backprop(dOut: Floats2d) -> Ragged:
-        return bp_context(Ragged(model.ops.xp.ascontiguousarray(dOut[:, :width]), Y.lengths))
+        return bp_context(to_Y(dOut))
 
     return out, backprop
 
