@@ -22,6 +22,7 @@ FORMATS: Dict[str, str] = {
     "scicite": "SciCite JSON lines, one Doc per citation context",
     "acl-arc": "ACL-ARC JSON lines, one Doc per citation context",
     "clscisumm": "CL-SciSumm topics dir, one Doc per reference paper",
+    "mulms-az": "MuLMS-AZ .jsonl (expert zones of full papers), one Doc per paper with headings and gold labels",
     "tei": "GROBID TEI XML paper(s), a file or a folder, one Doc per paper",
     "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
     "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
@@ -40,6 +41,7 @@ def get_reader(fmt: str) -> Callable:
     from ..readers.citation_intent import read_citation_intent
     from ..readers.clscisumm import read_reference_docs
     from ..readers.csabstruct import read_csabstruct
+    from ..readers.mulms import read_mulms
     from ..readers.pmc import read_pmc_sents
 
     readers = {
@@ -48,6 +50,7 @@ def get_reader(fmt: str) -> Callable:
         "scicite": read_citation_intent,
         "acl-arc": read_citation_intent,
         "clscisumm": read_reference_docs,
+        "mulms-az": read_mulms,
     }
     return readers[fmt]
 

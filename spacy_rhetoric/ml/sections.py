@@ -30,7 +30,6 @@ with the model); without ``forced_label`` among them nothing is forced.
 features and no rule: the baseline of ``benchmarks/bench_sections.py``.
 """
 import re
-from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
@@ -48,33 +47,17 @@ from ..section_headings import (
     RELATED_WORK,
     RESULTS,
     TITLE,
-    HeadingRules,
-    parse_heading,
+    UNKNOWN,
+    is_back_matter_heading,
 )
 from .classifier import N_POSITION_FEATURES, append_positions, build_context_trunk
 
-UNKNOWN = "unknown"
 BACK_MATTER = "back matter"
 BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
 # The one-hot feature order (never reorder: trained models depend on it).
 SECTION_FEATURES = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
                     BACK_MATTER, UNKNOWN)
 _FEATURE_INDEX = {name: i for i, name in enumerate(SECTION_FEATURES)}
-
-
-@lru_cache(maxsize=1)
-def _packaged_rules() -> HeadingRules:
-    return HeadingRules.packaged()
-
-
-@lru_cache(maxsize=4096)
-def is_back_matter_heading(heading: str) -> bool:
-    """True for a heading a ``back_matter`` rule matches ("Acknowledgments",
-    "References", "Appendix A", "5 Funding")."""
-    if not heading or not heading.strip():
-        return False
-    match = _packaged_rules().match(parse_heading(heading).model_text)
-    return bool(match is not None and match.back_matter)
 
 
 def token_values(doc: Doc, field: str) -> List[Optional[str]]:

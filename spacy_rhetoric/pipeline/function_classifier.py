@@ -26,12 +26,12 @@ from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import CategoricalCrossentropy, Config, Model
+from thinc.api import Config, Model
 from thinc.types import Floats2d
 
-from ..extensions import FINE_LABEL, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
+from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
 from ..scorers import sentence_label_scores
-from .sentence_pipe import SentencePipe
+from .sentence_pipe import SentencePipe, Truth
 
 DEFAULT_CLASSIFIER_MODEL_CONFIG = """
 [model]
@@ -277,19 +277,48 @@ class FunctionClassifier(SentencePipe):
             )
             doc.spans[self.spans_key] = group
 
-    def _loss(self, scores: Floats2d, truths: List[int]) -> Tuple[float, Floats2d]:
-        """Mean cross-entropy over the labelled sentences (target >= 0) and its
-        gradient w.r.t. the Softmax logits, as thinc's Softmax expects."""
-        n_labelled = sum(1 for t in truths if t >= 0)
+    @property
+    def gold_set_field(self) -> Optional[str]:
+        """The coarse classifier also reads every acceptable gold label of a
+        sentence (``sent._.rhetoric_gold_labels``, e.g. MuLMS-AZ sentences
+        with two zones)."""
+        return GOLD_LABELS if self.gold_field == LABEL else None
+
+    def _loss(self, scores: Floats2d, truths: List[Truth]) -> Tuple[float, Floats2d]:
+        """Mean negative log-probability of the gold labels over the labelled
+        sentences and its gradient w.r.t. the Softmax logits, as thinc's
+        Softmax expects.
+
+        A sentence with one gold label ``y`` costs ``-log p_y`` (gradient
+        ``p - onehot(y)``: cross-entropy); one with a set ``G`` of acceptable
+        labels costs ``-log sum_{k in G} p_k``, whose gradient is ``p - q``
+        with ``q = p * 1_G / p(G)`` -- any of its labels satisfies it. The
+        target rows are built in numpy and copied to the model's device once
+        per batch. (A CRF head reads the same gradient as one w.r.t. its
+        log-marginals, which makes it the gradient of ``-log p(y_t in G)``,
+        see ``ml/sequence.py``.)"""
+        n_rows = scores.shape[0]
+        n_labelled = sum(1 for t in truths if t != -1)
         if n_labelled == 0:
             return 0.0, self.model.ops.alloc2f(*scores.shape)
-        xp = self.model.ops.xp
-        loss_fn = CategoricalCrossentropy(normalize=False, missing_value=-1)
-        d_scores = loss_fn.get_grad(scores, list(truths)) / n_labelled
-        t = xp.asarray(truths, dtype="i")
-        rows = xp.where(t >= 0)[0]
-        probs = scores[rows, t[rows]]
-        loss = float(-xp.log(xp.clip(probs, 1e-8, 1.0)).sum() / n_labelled)
+        ops = self.model.ops
+        xp = ops.xp
+        mask = numpy.zeros((n_rows, scores.shape[1]), dtype="float32")
+        for i, t in enumerate(truths):
+            if t != -1:
+                mask[i, list(t) if isinstance(t, tuple) else t] = 1.0
+        single = mask.sum(axis=1) == 1.0
+        mask_d = ops.asarray2f(mask)
+        p_gold = (scores * mask_d).sum(axis=1, keepdims=True)
+        if single.all() or not (mask.sum(axis=1) > 1).any():
+            target = mask_d
+        else:
+            shared = scores * mask_d / xp.clip(p_gold, 1e-8, None)
+            target = xp.where(ops.asarray1i(single.astype("int32"))[:, None] > 0, mask_d, shared)
+        labelled = ops.asarray2f((mask.sum(axis=1, keepdims=True) > 0).astype("float32"))
+        d_scores = (scores - target) * labelled / n_labelled
+        rows = xp.asarray(numpy.flatnonzero(mask.sum(axis=1) > 0))
+        loss = float(-xp.log(xp.clip(p_gold[rows, 0], 1e-8, 1.0)).sum() / n_labelled)
         return loss, d_scores
 
     def _initialize_model(self, X) -> None:
