@@ -68,6 +68,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.PaperCorpus.v1 = spacy_rhetoric.readers.corpora:paper_corpus",
         "spacy_rhetoric.SentenceCorpus.v1 = spacy_rhetoric.readers.corpora:sentence_corpus",
         "spacy_rhetoric.SectionLabelCorpus.v1 = spacy_rhetoric.readers.section_labels:section_label_corpus",
+        "spacy_rhetoric.SectionLabelCorpus.v2 = spacy_rhetoric.readers.section_labels:section_label_corpus_v2",
     ],
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
