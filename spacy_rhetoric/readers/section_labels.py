@@ -338,26 +338,36 @@ def mulms_docs(path: Union[str, Path], nlp: Language, tagger, *, folds: Optional
 
 def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
                            heldout_folds: Sequence[str] = (), lang: str = "en") -> Dict[str, Dict[str, int]]:
-    """The full-paper classifier's corpus (``configs/classifier_fullpaper_cpu.cfg``):
-    ``train.spacy`` = CSAbstruct train (section ``abstract``) + the MuLMS-AZ
-    papers of every fold but ``heldout_folds`` (sections from the default
-    ``rhetoric_section_tagger``); ``dev.spacy`` = CSAbstruct dev;
+    """The full-paper classifier's corpus (``configs/classifier_fullpaper_cpu.cfg``)
+    from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
+    MuLMS-AZ files)."""
+    data = Path(data)
+    return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
+                                  data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds, lang=lang)
+
+
+def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
+                           output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
+                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+    """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
+    ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
+    but ``heldout_folds``, their sections from the default
+    ``rhetoric_section_tagger``; ``dev.spacy`` = CSAbstruct dev;
     ``heldout.spacy`` = the held-out MuLMS-AZ papers (when any: the
-    cross-validation of ``benchmarks/bench_fullpaper.py``)."""
+    cross-validation of ``benchmarks/bench_fullpaper.py``). Returns counts."""
     import spacy
 
-    data, output = Path(data), Path(output)
+    output = Path(output)
     nlp = spacy.blank(lang)
     tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
-    mulms = data / "mulms-az" / "train.jsonl"
-    papers = mulms_docs(mulms, nlp, tagger)
+    papers = mulms_docs(mulms, nlp, tagger) if mulms is not None else []
     held = set(heldout_folds)
     fold = [get_doc_value(d, "fold") for d in papers]
     train_papers = [d for d, f in zip(papers, fold) if f not in held]
-    cs_train = csabstruct_docs(data / "csabstruct" / "train.jsonl", nlp)
+    cs_train = csabstruct_docs(csabstruct_train, nlp)
     counts = {"train": _write(cs_train + train_papers, output / "train.spacy")}
     counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
-    counts["dev"] = _write(csabstruct_docs(data / "csabstruct" / "dev.jsonl", nlp), output / "dev.spacy")
+    counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
     if held:
         counts["heldout"] = _write([d for d, f in zip(papers, fold) if f in held], output / "heldout.spacy")
     return counts
