@@ -52,6 +52,7 @@ SECTION_LABELS: Dict[str, Optional[str]] = {
 PMC_LABELS = {"background": "background", "objective": "objective", "methods": "method", "results": "result",
               "other": "other"}
 COPIED_FIELDS = (HEADING, SECTION)
+MULMS_COPIES = 3  # times each MuLMS-AZ paper is in the full-paper training corpus
 
 
 def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
@@ -337,22 +338,26 @@ def mulms_docs(path: Union[str, Path], nlp: Language, tagger, *, folds: Optional
 
 
 def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
-                           heldout_folds: Sequence[str] = (), lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
+                           lang: str = "en") -> Dict[str, Dict[str, int]]:
     """The full-paper classifier's corpus (``configs/classifier_fullpaper_cpu.cfg``)
     from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
     MuLMS-AZ files)."""
     data = Path(data)
     return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
-                                  data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds, lang=lang)
+                                  data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds,
+                                  mulms_copies=mulms_copies, lang=lang)
 
 
 def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
                            output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
-                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           mulms_copies: int = MULMS_COPIES, lang: str = "en") -> Dict[str, Dict[str, int]]:
     """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
     ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
     but ``heldout_folds``, their sections from the default
-    ``rhetoric_section_tagger``; ``dev.spacy`` = CSAbstruct dev;
+    ``rhetoric_section_tagger``, each paper ``mulms_copies`` times (36 papers
+    beside 1,668 abstracts: the copies weigh the full papers up; section
+    dropout makes each copy a different view in every epoch); ``dev.spacy`` = CSAbstruct dev;
     ``heldout.spacy`` = the held-out MuLMS-AZ papers (when any: the
     cross-validation of ``benchmarks/bench_fullpaper.py``). Returns counts."""
     import spacy
@@ -365,7 +370,7 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     fold = [get_doc_value(d, "fold") for d in papers]
     train_papers = [d for d, f in zip(papers, fold) if f not in held]
     cs_train = csabstruct_docs(csabstruct_train, nlp)
-    counts = {"train": _write(cs_train + train_papers, output / "train.spacy")}
+    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)), output / "train.spacy")}
     counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
     counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
     if held:
@@ -385,9 +390,11 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--max-sents", type=int, default=40)
     parser.add_argument("--fullpaper", action="store_true", help="build_fullpaper_corpus instead")
     parser.add_argument("--heldout-folds", nargs="*", default=[], help="with --fullpaper: MuLMS folds left out")
+    parser.add_argument("--mulms-copies", type=int, default=MULMS_COPIES, help="with --fullpaper: copies per paper")
     args = parser.parse_args()
     if args.fullpaper:
-        result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds)
+        result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
+                                        mulms_copies=args.mulms_copies)
     else:
         result = build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
                                       max_sents=args.max_sents)
