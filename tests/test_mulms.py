@@ -108,3 +108,23 @@ def test_shared_mulms_train(shared_data):
     labelled = [s for d in docs for s in d.sents if get_span_value(s, "label")]
     assert len(labelled) > 6000
     assert sum(1 for s in labelled if len(get_span_value(s, "gold_labels")) > 1) > 500
+
+
+def test_class_weights_balance_rare_labels():
+    from spacy_rhetoric.pipeline.function_classifier import class_weights
+
+    w = class_weights([90, 10, 0], 1.0)
+    assert w[2] == 1.0 and w[1] == pytest.approx(9 * w[0])
+    assert (90 * w[0] + 10 * w[1]) / 100 == pytest.approx(1.0)
+    assert class_weights([90, 10], 0.0) == [1.0, 1.0]
+    clf = spacy.blank("en").add_pipe("rhetoric_function_classifier", config={"class_weight_power": 1.0})
+    for label in ("a", "b"):
+        clf.add_label(label)
+    clf.cfg["class_weights"] = [0.5, 2.0]
+    scores = clf.model.ops.asarray2f(numpy.array([[0.5, 0.5], [0.5, 0.5]], dtype="f"))
+    loss, d = clf._loss(scores, [0, 1])
+    d = clf.model.ops.to_numpy(d)
+    numpy.testing.assert_allclose(d, [[-0.125, 0.125], [0.5, -0.5]], rtol=1e-6)
+    assert loss == pytest.approx((0.5 + 2.0) * -numpy.log(0.5) / 2, rel=1e-5)
+    with pytest.raises(ValueError, match="class_weight_power"):
+        spacy.blank("en").add_pipe("rhetoric_function_classifier", config={"class_weight_power": 2.0})
