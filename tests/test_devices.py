@@ -307,3 +307,61 @@ def test_models_saved_before_with_cpu_still_load(name, nlp, monkeypatch):
     assert any(runs_on_cpu(node) for node in new.walk())
     new.from_bytes(saved)
     assert_allclose(new.predict(X), old.predict(X), rtol=0, atol=0)
+
+
+# -- the torch-side device setting ---------------------------------------------
+
+
+def test_torch_device_setting():
+    import torch
+
+    from spacy_rhetoric.util import torch_device
+
+    set_current_ops(NumpyOps())
+    assert torch_device(-1) == torch.device("cpu")
+    assert torch_device() == torch.device("cpu")  # follows spaCy's ops: CPU here
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="--gpu-id 0: torch sees 0 CUDA device"):
+            torch_device(0)
+
+
+def test_sentence_transformer_follows_the_device_setting(monkeypatch):
+    """st_models used to pin device="cpu"; the device now comes from the
+    setting (explicit, else util.torch_device())."""
+    import sentence_transformers
+    from sentence_transformers.sentence_transformer import modules
+
+    from spacy_rhetoric import st_models
+
+    class Fake:
+        def __init__(self, *args, **kwargs):
+            self.kwargs = kwargs
+
+        def get_embedding_dimension(self):
+            return 4
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Fake)
+    monkeypatch.setattr(modules, "Transformer", Fake)
+    monkeypatch.setattr(modules, "Pooling", Fake)
+    monkeypatch.setattr(st_models, "torch_device", lambda: "cuda:3")
+    assert st_models.load_sentence_transformer("x", device="cuda:1").kwargs["device"] == "cuda:1"
+    assert st_models.load_sentence_transformer("x").kwargs["device"] == "cuda:3"
+
+
+@pytest.mark.parametrize("command", ["pretrain-sentmask", "train-cosaemb", "link-train"])
+def test_gpu_id_without_gpu_is_one_line_error(command, tmp_path):
+    import torch
+    from typer.testing import CliRunner
+
+    import spacy_rhetoric.cli.link  # noqa: F401  registers the commands
+    import spacy_rhetoric.cli.pretrain  # noqa: F401
+    from spacy_rhetoric.cli import app
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device exists")
+    args = [command, str(tmp_path), str(tmp_path / "out"), "--gpu-id", "0"]
+    if command == "link-train":
+        args = [command, str(tmp_path), "--output", str(tmp_path / "out"), "--gpu-id", "0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "--gpu-id 0: torch sees 0 CUDA device" in " ".join(result.output.split())
