@@ -21,8 +21,9 @@ from wasabi import msg
 
 from ..citret.wmd import check_word2vec_header, load_vectors
 from ..io import PathError, atomic_write_json, atomic_write_lines, check_input, check_output
+from ..util import torch_device
 from . import app
-from .common import fail, guard, non_negative_int, nothing_done, positive_int, split_ids
+from .common import GPU_ID_HELP, fail, guard, non_negative_int, nothing_done, positive_int, split_ids
 
 ANN_RE = re.compile(r"citance\s+number\s*:", re.IGNORECASE)
 
@@ -156,6 +157,7 @@ def link_cli(
     k: int = typer.Option(3, "-k", callback=positive_int, help="Sentences returned per citance (>= 1)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSON(L) output file (default stdout)"),
     threads: int = typer.Option(1, callback=non_negative_int, help="torch threads (0 = torch default)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """Rank reference-paper sentences for citing sentences (CitRet).
 
@@ -179,6 +181,7 @@ def link_cli(
             nothing_done("no topics selected")
         if vectors is not None:
             check_word2vec_header(vectors)
+        device = torch_device(gpu_id)
     _threads(threads)
     try:
         with guard("link"):
@@ -186,6 +189,7 @@ def link_cli(
     except OSError as err:  # a pipeline or encoder directory that transformers / spaCy cannot read
         what = f"--model {model}" if model is not None and encoder is None else f"the encoder {encoder or ''}"
         fail(f"link: cannot load {what.strip()}: {str(err).splitlines()[0]}")
+    linker.encoder.model.to(device)
     if evaluate:
         result = evaluate_topics(linker, nlp, chosen, k=k)
         result["settings"] = linker.settings.to_dict()
@@ -246,6 +250,7 @@ def link_train_cli(
     checkpoint_every: int = typer.Option(200),
     no_preprocess: bool = typer.Option(False, "--no-preprocess", help="Encode raw text (linker preprocess_for_encoder=false)"),
     threads: int = typer.Option(1, help="torch threads (0 = torch default)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """Fine-tune the CitRet encoder with the cosine-similarity pair loss on
     pairs built per citance (cited 1.0, same paper 0.3, other paper 0.0).
@@ -263,6 +268,7 @@ def link_train_cli(
             check_input(root, what="topic directory", file_ok=False, dir_ok=True)
         check_output(output, what="--output", inputs=roots, dir_ok=True)
         chosen = select_topics(roots, include=split_ids(topics), exclude=split_ids(exclude_topics))
+        device = torch_device(gpu_id)
     if not chosen:
         nothing_done("no topics selected")
     _threads(threads)
@@ -277,7 +283,7 @@ def link_train_cli(
     if not pairs:
         nothing_done("no training pairs (no citance with a citation text and a gold sentence)")
     pairs = encoder_pairs(pairs, not no_preprocess)
-    encoder = CitRetEncoder(base_model, max_length=max_length)
+    encoder = CitRetEncoder(base_model, max_length=max_length, device=device)
     start = time.perf_counter()
     if max_steps is not None and max_steps <= 0:
         max_steps = None
