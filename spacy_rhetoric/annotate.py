@@ -281,7 +281,9 @@ def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir:
         check_input(path, what="input", dir_ok=True)
     if Path(pipeline).exists():
         check_input(pipeline, what="pipeline", dir_ok=True, file_ok=False)
-    check_output(out_dir, what="output directory", inputs=[*inputs, pipeline], dir_ok=True)
+    # an output folder inside a corpus folder is allowed (its files are never read back), not
+    # inside the pipeline
+    check_output(out_dir, what="output directory", inputs=[*inputs, pipeline], dir_ok=True, inside_ok=inputs)
     for what, path in output_paths(out_dir).items():
         if path.is_dir():
             raise CorpusBuildError(f"{what} {path} is an existing directory, expected a file path")

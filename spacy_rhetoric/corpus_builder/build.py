@@ -52,7 +52,8 @@ def check_build_args(
         raise CorpusBuildError("no inputs given")
     for path in inputs:
         check_input(path, what="input", dir_ok=True)
-    check_output(out_dir, what="output directory", inputs=inputs, dir_ok=True)
+    # inside an input folder is fine: a build never reads the files of a build
+    check_output(out_dir, what="output directory", inputs=inputs, dir_ok=True, inside_ok=inputs)
     for path in output_paths(out_dir).values():
         if path.is_dir():
             raise CorpusBuildError(f"output {path} is an existing directory, expected a file path")
