@@ -97,14 +97,19 @@ def expected_files(fmt: str) -> str:
     return ", ".join(EXTENSIONS.get(fmt, (".spacy",))) + f" ({fmt})"
 
 
-def read_docs(inp: InputFile, nlp: Language) -> List[Doc]:
+def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None) -> List[Doc]:
     """The Docs of one input in ``nlp``'s vocab, every sentence start preset.
-    Raises ReaderError/OSError for an unusable input."""
+    ``doc_id``: the paper's id (``readers.papers.paper_ids``; a DocBin's Docs
+    without an id get ``<doc_id>:<i>``). Raises ReaderError/OSError for an
+    unusable input."""
     from .readers.fulltext import sentence_splitter
     from .readers.papers import read_paper
 
+    if doc_id is None:
+        doc_id = inp.path.stem
     if inp.kind != "spacy":
-        return [read_paper(inp.path, nlp, fmt=inp.kind)]
+        return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id)]
+    doc_id = doc_id[:-len(".spacy")] if doc_id.lower().endswith(".spacy") else doc_id
     try:
         docs = list(DocBin(store_user_data=True).from_disk(inp.path).get_docs(nlp.vocab))
     except Exception as err:  # noqa: BLE001 - name the file
@@ -116,14 +121,15 @@ def read_docs(inp: InputFile, nlp: Language) -> List[Doc]:
     for i, doc in enumerate(docs):
         fill(doc)
         if ext.get_doc_value(doc, ext.DOC_ID) is None:
-            ext.set_doc_value(doc, ext.DOC_ID, f"{inp.path.stem}:{i}")
+            ext.set_doc_value(doc, ext.DOC_ID, f"{doc_id}:{i}")
     return docs
 
 
-def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any) -> Optional[List[Doc]]:
+def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any,
+          doc_id: Optional[str] = None) -> Optional[List[Doc]]:
     """``read_docs``, or None with the reason recorded (skip and count)."""
     try:
-        return read_docs(inp, nlp)
+        return read_docs(inp, nlp, doc_id)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
     skipped.append({"input": inp.key, "reason": reason})
@@ -139,7 +145,9 @@ def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]
     text``), the classifier's label and scores, the fine classifier's, the
     phrase labeler's label and evidence n-gram; None where a component is
     absent or gave nothing (whitespace-only sentences). The written records
-    also carry ``input``, the key (path) of the file the paper came from."""
+    also carry ``input``, the key (path relative to the folder given) of the
+    file the paper came from; paper ids are unique in the corpus
+    (``readers.papers.paper_ids``)."""
     paper_id = ext.get_doc_value(doc, ext.DOC_ID)
     records = []
     for i, sent in enumerate(doc.sents):
@@ -331,6 +339,9 @@ def annotate_corpus(
     nlp = load_pipeline(settings.pipeline, settings.code)
     all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir], kind_of=kind_of(fmt),
                                  expected=expected_files(fmt), skip_hidden=True)
+    from .readers.papers import paper_ids, same_name_papers
+
+    ids = paper_ids([inp.key for inp in all_inputs])
     config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
     shard_dir = prepare_output_dir(out_dir, config, overwrite)
@@ -361,14 +372,14 @@ def annotate_corpus(
         if pending and scheduler:
             seconds = dask_tasks(
                 scheduler, workers, pending,
-                read=lambda inp: _read(inp, nlp, skipped, progress),
+                read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key]),
                 task=dask_annotate_task,
                 task_args=lambda inp, docs, shared: (docbin_bytes(docs), settings, batch_size),
                 finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
             )
         elif pending:
             def read(inp: InputFile):
-                docs = _read(inp, nlp, skipped, progress)
+                docs = _read(inp, nlp, skipped, progress, ids[inp.key])
                 return None if docs is None else (docs, [(doc, sentence_starts(doc)) for doc in docs])
 
             stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
@@ -387,6 +398,11 @@ def annotate_corpus(
         raise CorpusBuildError(f"none of the {len(all_inputs)} inputs is usable"
                                + (f" (e.g. {skipped[0]['reason']})" if skipped else ""))
     headers = [read_shard_header(shard_path(shard_dir, inp)) for inp in done_inputs]
+    inputs_of: Dict[str, List[str]] = {}
+    for header in headers:
+        for paper in header["papers"]:
+            inputs_of.setdefault(str(paper), []).append(header["input"])
+    shared_ids = {paper: keys for paper, keys in inputs_of.items() if len(keys) > 1}
     outputs = merge_shards(out_dir, shard_dir, done_inputs, jsonl=jsonl, spacy=settings.spacy)
     summary = {
         "inputs": len(all_inputs),
@@ -396,6 +412,9 @@ def annotate_corpus(
         "inputs_skipped": len(skipped),
         "skipped": skipped,
         "papers": sum(len(h["papers"]) for h in headers),
+        # ids a .spacy input gave to Docs of two inputs: their records stay apart by "input"
+        "paper_ids_in_several_inputs": shared_ids,
+        "papers_kept_apart_by_extension": same_name_papers({inp.key: ids[inp.key] for inp in all_inputs}),
         "sentences": sum(h["n_sentences"] for h in headers),
         "words": sum(h["n_words"] for h in headers),
         "outputs": outputs,

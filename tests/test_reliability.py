@@ -125,3 +125,77 @@ def test_outputs_inside_a_pipeline_are_refused(model_dir, tmp_path):
     # convert writes nothing into the folder it reads
     code, text = run("convert", "text", src, src / "o.spacy")
     assert code == 1 and "inside the input" in text
+
+
+# -- 2. papers with one name are never merged --------------------------------------------------
+
+
+def test_same_named_papers_keep_apart(model_dir, tmp_path):
+    import srsly
+
+    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.search import RhetoricIndex, build_index
+
+    src = tmp_path / "same"
+    for sub, text in (("a", PAPER), ("b", "We study tagging. Tagging works.\n")):
+        (src / sub).mkdir(parents=True)
+        (src / sub / "paper.txt").write_text(text, encoding="utf8")
+    (src / "X.txt").write_text("One more paper. It is short.\n", encoding="utf8")
+    (src / "X.tei.xml").write_text(TEI.format("A TEI paper. With two sentences."), encoding="utf8")
+    summary = annotate_corpus(model_dir, [src], tmp_path / "out")
+    records = list(srsly.read_jsonl(tmp_path / "out" / "annotations.jsonl"))
+    by_id = {}
+    for rec in records:
+        by_id.setdefault(rec["paper_id"], set()).add(rec["input"])
+    assert by_id == {"a/paper": {"a/paper.txt"}, "b/paper": {"b/paper.txt"}, "X.txt": {"X.txt"},
+                     "X.tei.xml": {"X.tei.xml"}}
+    assert len({(r["paper_id"], r["index"]) for r in records}) == len(records)
+    assert summary["papers_kept_apart_by_extension"] == 2
+    # convert: one Doc per paper, ids unique
+    out = tmp_path / "c.spacy"
+    code, text = run("convert", "auto", src, out)
+    assert code == 0 and "kept apart" in text
+    ids = [d.user_data["spacy_rhetoric"]["doc_id"] for d in DocBin().from_disk(out).get_docs(spacy.blank("en").vocab)]
+    assert sorted(ids) == ["X.tei.xml", "X.txt", "a/paper", "b/paper"]
+    # index: every row carries its input file, and --paper finds one paper only
+    build_index(model_dir, [src], tmp_path / "idx", index_type="flat", progress=False)
+    index = RhetoricIndex.load(tmp_path / "idx")
+    hits = index.search("We study tagging.", k=50, paper="b/paper")
+    assert hits and {h.input for h in hits} == {"b/paper.txt"}
+    assert {index.record(i).input for i in range(len(index))} == {"a/paper.txt", "b/paper.txt", "X.txt", "X.tei.xml"}
+
+
+# -- 4. a paper longer than nlp.max_length never stops a batch ---------------------------------
+
+
+def test_long_paper_is_read_and_annotated_with_the_others(model_dir, tmp_path, monkeypatch):
+    from spacy_rhetoric import annotate
+    from spacy_rhetoric.readers.label_inputs import read_input
+    from spacy_rhetoric.readers.papers import read_papers
+
+    src = tmp_path / "big"
+    src.mkdir()
+    (src / "good.tei.xml").write_text(TEI.format("A good paper. It is short."), encoding="utf8")
+    long_text = "We parse long sentences well. " * 200 + "x" * 900  # 6,900 characters
+    (src / "long.txt").write_text(long_text, encoding="utf8")
+    nlp = spacy.blank("en")
+    nlp.max_length = 1000
+    docs = list(read_papers(src, nlp))
+    assert [len(d.text) for d in docs][1] == len(long_text)
+    assert docs[1].text == long_text and len(list(docs[1].sents)) == 201
+    load = annotate.load_pipeline
+
+    def small_max_length(*args, **kwargs):
+        nlp = load(*args, **kwargs)
+        nlp.max_length = 1000
+        return nlp
+
+    monkeypatch.setattr(annotate, "load_pipeline", small_max_length)
+    summary = annotate.annotate_corpus(model_dir, [src], tmp_path / "out")
+    assert summary["inputs_annotated"] == 2 and summary["sentences"] == 2 + 201
+    # label: a line too long to be a sentence is skipped and counted, the others kept
+    txt = tmp_path / "lines.txt"
+    txt.write_text("We propose a method.\n" + "y " * 6000 + "\nIt works.\n", encoding="utf8")
+    result = read_input(txt)
+    assert [s["text"] for s in result.sentences] == ["We propose a method.", "It works."]
+    assert result.n_bad_records == 1 and "11,999 characters" in result.bad_records[0]

@@ -58,6 +58,12 @@ def annotate_command(
         f"{summary['inputs_annotated']} inputs ({summary['inputs_resumed']} from an earlier run), "
         f"{summary['papers']} papers, {summary['sentences']} sentences -> {', '.join(summary['outputs'].values())}"
     )
+    if summary["papers_kept_apart_by_extension"]:
+        msg.warn(f"{summary['papers_kept_apart_by_extension']} papers share a name with another file beside them "
+                 "(e.g. X.tei.xml and X.json): their paper ids keep the extension, nothing is merged")
+    for paper, keys in list(summary["paper_ids_in_several_inputs"].items())[:20]:
+        msg.warn(f"paper id {paper!r} is in {len(keys)} inputs ({', '.join(keys[:3])}); "
+                 "their records are kept apart by the 'input' field, nothing is merged")
     timing = summary["timing"]
     if timing["sentences_per_second"]:
         msg.info(f"{timing['papers_per_second']:.2f} papers/s, {timing['sentences_per_second']:.0f} sentences/s")

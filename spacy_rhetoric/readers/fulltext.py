@@ -37,6 +37,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import extensions
+from ..long_docs import make_doc
 from .common import ReaderError
 
 ABSTRACT = "Abstract"
@@ -260,7 +261,7 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
     cites: List[Tuple[int, int, str]] = []
     index = 0
     for para in paper.paragraphs:
-        pdoc = nlp.make_doc(para.text)
+        pdoc = make_doc(nlp, para.text)  # any length (long_docs)
         if not len(pdoc) or not para.text.strip():
             continue
         offset = len(words)

@@ -53,14 +53,14 @@ VECTOR_DIR = "vectors"
 WORK_SUFFIX = ".tmp-dir"
 
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the input column (the corpus file of each sentence)
 
 
 DEFAULT_PART_SENTENCES = 2000
 
 
 COLUMNS = ("paper", "sent_index", "section", "heading", "sid", "text", "label", "fine_label",
-           "gold_label", "phrase_label", "scores", "fine_scores")
+           "gold_label", "phrase_label", "scores", "fine_scores", "input")
 
 
 FILTERS = {"label": "label", "section": "section", "paper": "paper"}
@@ -84,6 +84,7 @@ class Hit:
     phrase_label: Optional[str] = None
     scores: Dict[str, float] = field(default_factory=dict)
     fine_scores: Dict[str, float] = field(default_factory=dict)
+    input: Optional[str] = None  # the corpus file (relative to the folder given); None in a format-1 index
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -93,7 +94,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sentences (
     id INTEGER PRIMARY KEY, paper TEXT, sent_index INTEGER, section TEXT, heading TEXT, sid TEXT,
     text TEXT NOT NULL, label TEXT, fine_label TEXT, gold_label TEXT, phrase_label TEXT,
-    scores TEXT, fine_scores TEXT, part INTEGER NOT NULL);
+    scores TEXT, fine_scores TEXT, input TEXT, part INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
     papers INTEGER NOT NULL);
 """
@@ -234,7 +235,7 @@ def build_index(
     n_new = 0
     bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
     encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
-    parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(files, nlp, stats), part_sentences)))
+    parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats), part_sentences)))
     try:
         if scheduler:
             n_new = _run_dask(scheduler, workers, settings["pipeline"], batch_size, parts, done, work, con, bar,
