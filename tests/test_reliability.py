@@ -199,3 +199,74 @@ def test_long_paper_is_read_and_annotated_with_the_others(model_dir, tmp_path, m
     result = read_input(txt)
     assert [s["text"] for s in result.sentences] == ["We propose a method.", "It works."]
     assert result.n_bad_records == 1 and "11,999 characters" in result.bad_records[0]
+
+
+# -- 5 and 6. deeply nested XML and entity declarations in any encoding ------------------------
+
+JATS = ('<article><front><article-meta><title-group><article-title>T</article-title></title-group>'
+        '</article-meta></front><body><sec><title>Intro</title><p>{}</p></sec></body></article>')
+BOMB = ('<?xml version="1.0"?>\n<!DOCTYPE PAPER [<!ENTITY a "{}"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>\n'
+        '<PAPER><S sid="0">Title</S><ABSTRACT><S sid="1">&b;&b;&b;</S></ABSTRACT></PAPER>').format("x" * 100)
+
+
+def nested(tag, depth, text="Deep text here."):
+    return f"<{tag}>" * depth + text + f"</{tag}>" * depth
+
+
+def test_deep_xml_is_skipped_and_counted(tmp_path):
+    from spacy_rhetoric.readers.clscisumm import read_reference_xml
+    from spacy_rhetoric.readers.common import ReaderError
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "inl1000.nxml").write_text(JATS.format(nested("italic", 1000)), encoding="utf8")
+    (src / "hi1000.tei.xml").write_text(TEI.format(nested("hi", 1000)), encoding="utf8")
+    (src / "ok.tei.xml").write_text(TEI.format(nested("hi", 150, "A fine paper. It reads.")), encoding="utf8")
+    code, text = run("convert", "jats", src / "inl1000.nxml", tmp_path / "o.spacy")
+    assert code == 1 and "inl1000.nxml" in text and "nested more than" in text
+    code, text = run("convert", "auto", src, tmp_path / "o.spacy")
+    assert code == 0 and "Records skipped: 2" in text and "nested more than" in text
+    assert len(list(DocBin().from_disk(tmp_path / "o.spacy").get_docs(spacy.blank("en").vocab))) == 1
+    deep = tmp_path / "deep.xml"
+    deep.write_text('<PAPER><S sid="0">T</S>' + nested("SECTION", 1000, '<S sid="1">x</S>') + "</PAPER>",
+                    encoding="utf8")
+    with pytest.raises(ReaderError, match="nested more than"):
+        read_reference_xml(deep)
+
+
+def test_entities_refused_in_utf16_and_clscisumm(tmp_path):
+    from spacy_rhetoric.readers.clscisumm import read_reference_xml
+    from spacy_rhetoric.readers.common import ReaderError
+
+    tei = ('<?xml version="1.0" encoding="UTF-16"?>\n<!DOCTYPE TEI [<!ENTITY a "' + "y" * 1000 + '">]>\n'
+           + TEI.format("&a;&a;&a;&a; A paper."))
+    ent16 = tmp_path / "ent16b.tei.xml"
+    ent16.write_bytes(tei.encode("utf-16"))
+    code, text = run("convert", "tei", ent16, tmp_path / "o.spacy")
+    assert code == 1 and "entity" in text and not (tmp_path / "o.spacy").exists()
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_text(BOMB, encoding="utf8")
+    with pytest.raises(ReaderError, match="entit"):
+        read_reference_xml(bomb)
+
+
+# -- 7. link: the same checks for the reference and the citances --------------------------------
+
+
+@pytest.mark.parametrize("side,content,seen", [
+    ("reference", b"", "no sentence in the reference file"),
+    ("reference", "Caf\u00e9 na\u00efve.\n".encode("latin-1"), "not UTF-8 text"),
+    ("citances", "Caf\u00e9 na\u00efve.\n".encode("latin-1"), "not UTF-8 text"),
+    ("citances", bytes(range(256)) * 4, "binary file"),
+    ("reference", bytes(range(256)) * 4, "binary file"),
+])
+def test_link_refuses_unusable_inputs(tmp_path, side, content, seen):
+    import spacy_rhetoric.cli.link  # noqa: F401  registers the command
+
+    good = tmp_path / "good.txt"
+    good.write_text("We propose a parser.\nIt is fast.\n", encoding="utf8")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(content)
+    ref, cit = (bad, good) if side == "reference" else (good, bad)
+    code, text = run("link", ref, cit, "--no-wmd")
+    assert code == 1 and seen in text

@@ -83,13 +83,28 @@ def build_linker(
     return nlp, linker
 
 
+def _text(path: Path, what: str) -> str:
+    """The text of a reference or citances file ('-' = stdin), the same
+    checks for both: UTF-8 (a BOM allowed), no NUL bytes; a ValueError
+    naming the file otherwise."""
+    data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    if b"\x00" in data:
+        raise ValueError(f"{what} {path}: binary file (NUL bytes), expected UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ValueError(f"{what} {path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
+                         "convert it to UTF-8 first") from None
+
+
 def _read_reference(nlp, path: Path):
     from ..readers.clscisumm import read_reference_xml, reference_doc
     from ..readers.common import doc_from_sentences
 
     if path.suffix.lower() == ".xml":
         return reference_doc(nlp, read_reference_xml(path))
-    lines = [line.strip() for line in path.read_text(encoding="utf8").splitlines()]
+    lines = [line.strip() for line in _text(path, "reference file").splitlines()]
     sents = [line for line in lines if line]
     # plain text: one sentence per line, sid = line number (1-based, blank lines counted)
     sids = [str(i + 1) for i, line in enumerate(lines) if line]
@@ -101,7 +116,10 @@ def _read_citances(path: Path):
     from ..citret.evaluation import merge_annotators
     from ..readers.clscisumm import read_annotations
 
-    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf8", errors="replace")
+    if str(path) != "-" and ".ann" in path.name:
+        text = ""  # an annotation file: read_annotations decodes its mixed encodings
+    else:
+        text = _text(path, "citances file")
     first = next((line for line in text.splitlines() if line.strip()), "")
     if str(path) != "-" and (ANN_RE.search(first) or ".ann" in path.name):
         records, skipped = read_annotations(path)
@@ -216,6 +234,8 @@ def link_cli(
     with guard("link"):
         reference = _read_reference(nlp, paths[0])
         citances = _read_citances(paths[1])
+    if not len(reference) or not any(sent.text.strip() for sent in reference.sents):
+        nothing_done(f"no sentence in the reference file {paths[0]}")
     if not citances:
         nothing_done(f"no citance in {paths[1]}")
     lines = []

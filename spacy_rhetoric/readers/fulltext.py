@@ -155,22 +155,50 @@ def xml_root_name(data: bytes) -> Optional[str]:
     return match.group(1).decode("ascii", "replace").rsplit(":", 1)[-1] if match else None
 
 
+# Deeper than this is no paper (GROBID TEI and JATS nest about 10-20 levels): the
+# readers' tree walks recurse, so a deeper file is refused before them.
+MAX_XML_DEPTH = 200
+
+
 def parse_xml(path: Path) -> ET.Element:
-    """Parse an XML file safely: expat never loads a DTD or anything from the
-    network, and a document that declares entities in its DOCTYPE (billion
-    laughs, external entities) is refused. Any problem is a ReaderError
-    naming the file (and line)."""
-    data = Path(path).read_bytes()
-    root = _ROOT_TAG.search(data)
-    prologue = data[: root.start()] if root else data
-    if b"<!ENTITY" in prologue:
-        line = prologue[: prologue.index(b"<!ENTITY")].count(b"\n") + 1
-        raise ReaderError(path, line, "refused XML: entity declarations are not allowed")
+    """Parse an XML file safely (:func:`parse_xml_data`)."""
+    return parse_xml_data(Path(path).read_bytes(), path)
+
+
+def parse_xml_data(data: Union[bytes, str], path: Union[str, Path]) -> ET.Element:
+    """Parse XML with ``defusedxml``: nothing is loaded from a DTD or the
+    network, and a document that declares entities (billion laughs, external
+    entities; in any encoding, UTF-16 included) is refused; so is one nested
+    deeper than :data:`MAX_XML_DEPTH`. Any problem is a ReaderError naming
+    ``path`` (and the line)."""
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import fromstring
+
     try:
-        return ET.fromstring(data)
+        root = fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except ET.ParseError as exc:
         line, col = exc.position
         raise ReaderError(path, line, f"broken XML (column {col}): {exc}") from None
+    except DefusedXmlException as exc:
+        raise ReaderError(path, None, f"refused XML: entity declarations are not allowed ({exc})") from None
+    depth = xml_depth(root, MAX_XML_DEPTH)
+    if depth > MAX_XML_DEPTH:
+        raise ReaderError(path, None, f"refused XML: elements nested more than {MAX_XML_DEPTH} levels deep")
+    return root
+
+
+def xml_depth(root: ET.Element, stop: int) -> int:
+    """Nesting depth of the tree under ``root`` (counted without recursion),
+    or ``stop + 1`` as soon as it exceeds ``stop``."""
+    deepest = 0
+    stack = [(root, 1)]
+    while stack:
+        element, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > stop:
+            return deepest
+        stack.extend((child, depth + 1) for child in element)
+    return deepest
 
 
 def local_name(tag) -> str:

@@ -237,6 +237,9 @@ def read_papers(
         except OSError as err:
             handle(ReaderError(path, None, f"cannot read: {err}"), errors, stats)
             continue
+        except RecursionError:
+            handle(ReaderError(path, None, "nested too deeply to read"), errors, stats)
+            continue
         n_docs += 1
         stats.used += 1
         stats.docs += 1
