@@ -384,7 +384,9 @@ def annotate_corpus(
 
             stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
                           finish=lambda inp, docs, results: finish(inp, docs, _combine(results, settings)),
-                          n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp))
+                          n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
+                          # one paper per input but in a .spacy: no more processes than papers
+                          max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
             seconds = time.perf_counter() - start
         else:
             seconds = 0.0

@@ -270,3 +270,29 @@ def test_link_refuses_unusable_inputs(tmp_path, side, content, seen):
     ref, cit = (bad, good) if side == "reference" else (good, bad)
     code, text = run("link", ref, cit, "--no-wmd")
     assert code == 1 and seen in text
+
+
+# -- 8. --n-process is bounded -----------------------------------------------------------------
+
+
+def test_n_process_bounded_by_cpus_and_inputs(model_dir, tmp_path, monkeypatch, capsys):
+    from spacy.language import Language
+
+    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.corpus_builder.runners import bounded_processes
+
+    asked = []
+    pipe = Language.pipe
+
+    def recording_pipe(self, *args, n_process=1, **kwargs):
+        asked.append(n_process)
+        return pipe(self, *args, n_process=1, **kwargs)
+
+    monkeypatch.setattr(Language, "pipe", recording_pipe)
+    paper = tmp_path / "p.txt"
+    paper.write_text(PAPER, encoding="utf8")
+    summary = annotate_corpus(model_dir, [paper], tmp_path / "out", n_process=200)
+    assert summary["inputs_annotated"] == 1 and max(asked) == 1
+    assert "--n-process 200 is more than this run can use" in capsys.readouterr().out
+    assert 1 <= bounded_processes(100_000) <= (os.cpu_count() or 1)
+    assert bounded_processes(1, 10) == 1
