@@ -1,6 +1,7 @@
 """Issue 24: nothing overwritten, nothing merged, one bad paper never stops a
 batch. One test (or a few) per item of the issue; each fails on the code
 before the fix. Tiny inline files in tmp dirs, a tiny untrained pipeline."""
+import json
 import os
 import stat
 
@@ -296,3 +297,67 @@ def test_n_process_bounded_by_cpus_and_inputs(model_dir, tmp_path, monkeypatch, 
     assert "--n-process 200 is more than this run can use" in capsys.readouterr().out
     assert 1 <= bounded_processes(100_000) <= (os.cpu_count() or 1)
     assert bounded_processes(1, 10) == 1
+
+
+# -- 9. one-line errors instead of tracebacks --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_index(model_dir, tmp_path_factory):
+    from spacy_rhetoric.search import build_index
+
+    root = tmp_path_factory.mktemp("small_index")
+    src = root / "papers"
+    src.mkdir()
+    for i in range(3):
+        (src / f"p{i}.txt").write_text(f"We propose method {i}. It works on data {i}. Results are good.\n",
+                                       encoding="utf8")
+    build_index(model_dir, [src], root / "idx", index_type="flat", progress=False)
+    return root
+
+
+def test_index_and_search_errors_are_one_line(model_dir, small_index, tmp_path):
+    import shutil
+
+    import spacy_rhetoric.cli.index  # noqa: F401  registers the commands
+    import spacy_rhetoric.cli.search  # noqa: F401
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(small_index / "idx", corrupt)
+    (corrupt / "sentences.sqlite").write_bytes(b"garbage, not sqlite" * 10)
+    code, text = run("search", corrupt, "We propose a method.")
+    assert code == 1 and "sentences.sqlite" in text and "not a spacy-rhetoric metadata store" in text
+    edited = tmp_path / "edited"
+    shutil.copytree(small_index / "idx", edited)
+    config = json.loads((edited / "index.json").read_text(encoding="utf8"))
+    del config["pipeline"]
+    (edited / "index.json").write_text(json.dumps(config), encoding="utf8")
+    code, text = run("search", edited, "We propose a method.")
+    assert code == 1 and "'pipeline' is missing" in text
+    out = tmp_path / "ivf"
+    code, text = run("index", model_dir, small_index / "papers", "-o", out, "--index-type", "IVF4096,PQ8")
+    assert code == 1 and "IVF4096,PQ8" in text and "9 vectors" in text
+    assert not out.exists() and not (tmp_path / "ivf.tmp-dir").exists()
+
+
+def test_pickled_loss_file_and_oversized_vectors_header(model_dir, tmp_path):
+    import pickle
+    import shutil
+
+    import spacy_rhetoric.cli.link  # noqa: F401
+
+    class Boom:
+        def __reduce__(self):
+            return (print, ("ran",))
+
+    pipeline = tmp_path / "pipeline"
+    shutil.copytree(model_dir, pipeline)
+    (pipeline / "rhetoric_sentence_encoder" / "loss").write_bytes(pickle.dumps({"x": Boom()}))
+    paper = tmp_path / "p.txt"
+    paper.write_text(PAPER, encoding="utf8")
+    code, text = run("render", paper, "-m", pipeline, "-o", tmp_path / "p.html")
+    assert code == 1 and "loss" in text and "not a file of tensors" in text and "ran" not in text
+    vectors = tmp_path / "huge.bin"
+    vectors.write_bytes(b"100000000 100000\n" + b"\x00" * 64)
+    code, text = run("link", paper, paper, "--vectors", vectors)
+    assert code == 1 and "declares 100,000,000 words" in text

@@ -280,7 +280,15 @@ def _write_index(work: Path, nlp, settings: Dict[str, Any], index_type: str, see
         del blocks
         factory, params = index_factory_for(n, index_type, dim=vectors.shape[1])
         started = time.perf_counter()
-        index = make_index(vectors, factory, seed=seed)
+        try:
+            index = make_index(vectors, factory, seed=seed)
+        except RuntimeError as err:  # e.g. IVF4096 trained on 235 vectors
+            con.close()
+            shutil.rmtree(work, ignore_errors=True)  # nothing to resume: another index type starts afresh
+            reason = " ".join(str(err).split())
+            reason = reason.split("failed:")[-1].strip() if "failed:" in reason else reason
+            raise SearchIndexError(f"faiss cannot build a {factory!r} index of {n} vectors: {reason}; "
+                                   "use --index-type auto or flat") from None
         set_search_params(index, params)
         build_seconds = time.perf_counter() - started
         with con:
@@ -384,6 +392,12 @@ class RhetoricIndex:
             config = json.loads((path / CONFIG_FILE).read_text(encoding="utf8"))
         except ValueError as err:
             raise SearchIndexError(f"{path / CONFIG_FILE}: invalid JSON ({err})") from err
+        if not isinstance(config, dict):
+            raise SearchIndexError(f"{path / CONFIG_FILE}: expected a JSON object")
+        missing = [key for key in ("pipeline", "dim", "n", "factory") if key not in config]
+        if missing:
+            raise SearchIndexError(f"{path / CONFIG_FILE}: field {missing[0]!r} is missing (edited by hand?); "
+                                   "rebuild the index with spacy-rhetoric index")
         try:
             index = faiss.read_index(str(path / INDEX_FILE))
         except RuntimeError as err:
@@ -391,7 +405,11 @@ class RhetoricIndex:
         set_search_params(index, config.get("params", {}))
         con = sqlite3.connect(f"file:{path / META_FILE}?mode=ro", uri=True)
         con.row_factory = sqlite3.Row
-        n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        try:
+            n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        except sqlite3.Error as err:
+            con.close()
+            raise SearchIndexError(f"{path / META_FILE}: not a spacy-rhetoric metadata store ({err})") from None
         if n_rows != index.ntotal:
             raise SearchIndexError(f"{path}: the metadata store has {n_rows} sentences but the index {index.ntotal}")
         return cls(path, index, config, con)
