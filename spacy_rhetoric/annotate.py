@@ -43,9 +43,12 @@ from .corpus_builder.inputs import InputFile, discover_inputs
 from .corpus_builder.runners import OnShard, dask_tasks, stream_inputs
 from .corpus_builder.settings import (
     ANNOTATION_FILES,
+    SUMMARY_FILE,
     CorpusBuildError,
+    check_build_dir,
     import_code,
     prepare_output_dir,
+    remove_failed_build,
 )
 from .corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
 from .io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
@@ -276,7 +279,7 @@ def output_paths(out_dir: Path) -> Dict[str, Path]:
 
 def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir: Path, *, fmt: str,
                         jsonl: bool, spacy: bool, code: Optional[PathLike], n_process: int, batch_size: int,
-                        workers: int) -> None:
+                        workers: int, force: bool = False) -> None:
     """Every argument and path, checked before any work (``PathError`` or
     ``CorpusBuildError`` naming what is wrong)."""
     if not inputs:
@@ -295,6 +298,7 @@ def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir:
     for what, path in output_paths(out_dir).items():
         if path.is_dir():
             raise CorpusBuildError(f"{what} {path} is an existing directory, expected a file path")
+    check_build_dir(out_dir, [*ANNOTATION_FILES, SUMMARY_FILE], force)
     if code:
         check_input(code, what="--code file")
     for name, value in (("n_process", n_process), ("batch_size", batch_size), ("workers", workers)):
@@ -320,6 +324,7 @@ def annotate_corpus(
     overwrite: bool = False,
     show_progress: bool = False,
     on_shard: OnShard = None,
+    force: bool = False,
 ) -> Dict[str, Any]:
     """Annotate the papers under ``inputs`` with ``pipeline`` into
     ``output_dir`` (``annotations.jsonl`` unless ``jsonl=False``,
@@ -329,10 +334,12 @@ def annotate_corpus(
     (a Dask LocalCluster of ``workers`` processes) or a scheduler address;
     Dask workers load the pipeline from the same path. ``on_shard(input,
     header)`` is called after each shard is written. Raises
-    ``CorpusBuildError`` when no input is usable. Returns the summary."""
+    ``CorpusBuildError`` when no input is usable (an output directory this
+    run made is then removed). ``force``: replace annotation files in
+    ``output_dir`` that no build wrote. Returns the summary."""
     out_dir = Path(output_dir)
     check_annotate_args(pipeline, inputs, out_dir, fmt=fmt, jsonl=jsonl, spacy=spacy, code=code,
-                        n_process=n_process, batch_size=batch_size, workers=workers)
+                        n_process=n_process, batch_size=batch_size, workers=workers, force=force)
     pipeline_arg = str(Path(pipeline).absolute()) if Path(pipeline).exists() else str(pipeline)
     settings = AnnotateSettings(pipeline=pipeline_arg, fmt=fmt, vectors=bool(vectors), spacy=bool(spacy),
                                 code=str(Path(code).absolute()) if code else None)
@@ -344,6 +351,7 @@ def annotate_corpus(
     ids = paper_ids([inp.key for inp in all_inputs])
     config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
+    created = not out_dir.exists()
     shard_dir = prepare_output_dir(out_dir, config, overwrite)
     pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
     skipped: List[Dict[str, str]] = []
@@ -397,6 +405,7 @@ def annotate_corpus(
     if len(done_inputs) + len(skipped) != len(all_inputs):  # pragma: no cover - bookkeeping invariant
         raise RuntimeError("inputs in != inputs annotated + skipped")
     if not done_inputs:
+        remove_failed_build(out_dir, created)
         raise CorpusBuildError(f"none of the {len(all_inputs)} inputs is usable"
                                + (f" (e.g. {skipped[0]['reason']})" if skipped else ""))
     headers = [read_shard_header(shard_path(shard_dir, inp)) for inp in done_inputs]

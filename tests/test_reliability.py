@@ -361,3 +361,85 @@ def test_pickled_loss_file_and_oversized_vectors_header(model_dir, tmp_path):
     vectors.write_bytes(b"100000000 100000\n" + b"\x00" * 64)
     code, text = run("link", paper, paper, "--vectors", vectors)
     assert code == 1 and "declares 100,000,000 words" in text
+
+
+# -- 10. the smaller ones ----------------------------------------------------------------------
+
+
+def test_align_splits_plain_text_as_convert_does(model_dir, tmp_path):
+    from spacy_rhetoric.alignment import read_paper as align_read
+    from spacy_rhetoric.readers.papers import read_paper
+
+    text = tmp_path / "p.txt"
+    text.write_text("Smith et al. (2020) propose a parser. It works well (see Fig. 2 for details). "
+                    "We agree.\n", encoding="utf8")
+    nlp = spacy.load(model_dir)
+    aligned = [s.text for s in align_read(text, nlp).sents]
+    converted = [s.text for s in read_paper(text, spacy.blank("en"), fmt="text").sents]
+    assert aligned == converted and len(aligned) == 3
+
+
+def test_writers_never_replace_files_they_did_not_write(model_dir, tmp_path):
+    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.corpus_builder import CorpusBuildError
+
+    paper = tmp_path / "p.txt"
+    paper.write_text(PAPER, encoding="utf8")
+    # annotate -o DIR holding somebody's annotations.jsonl / summary.json
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "annotations.jsonl").write_text("mine\n", encoding="utf8")
+    (out / "summary.json").write_text("{}", encoding="utf8")
+    with pytest.raises(CorpusBuildError, match="no build wrote"):
+        annotate_corpus(model_dir, [paper], out)
+    assert (out / "annotations.jsonl").read_text(encoding="utf8") == "mine\n"
+    assert annotate_corpus(model_dir, [paper], out, force=True)["inputs_annotated"] == 1
+    assert annotate_corpus(model_dir, [paper], out)["inputs_resumed"] == 1  # its own files: fine
+    # a single-file output that is not what the command writes: refused without --force
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n", encoding="utf8")
+    code, text = run("convert", "text", paper, notes)
+    assert code == 1 and "--force" in text and notes.read_text(encoding="utf8") == "my notes\n"
+    code, text = run("convert", "text", paper, notes, "--force")
+    assert code == 0
+    code, text = run("convert", "text", paper, tmp_path / "o.spacy")
+    assert code == 0
+    code, text = run("convert", "text", paper, tmp_path / "o.spacy")  # a rerun over its own output
+    assert code == 0
+
+
+def test_failed_annotate_leaves_no_folder(model_dir, tmp_path):
+    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.corpus_builder import CorpusBuildError
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\x00\x01 binary")
+    with pytest.raises(CorpusBuildError, match="none of the 1 inputs is usable"):
+        annotate_corpus(model_dir, [bad], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_label_with_an_n_no_phrase_reaches(tmp_path):
+    from spacy_rhetoric.corpus_builder import build_corpus
+
+    src = tmp_path / "in.txt"
+    src.write_text("In this paper we propose a new method for parsing.\n", encoding="utf8")
+    phrases = [("Showing the aim of the paper", "in this paper we propose a new method")]
+    with pytest.raises(ValueError, match="no n-gram is left .* use a smaller n"):
+        build_corpus([src], tmp_path / "lab", phrases=phrases, n=1000)
+    assert not (tmp_path / "lab").exists()
+
+
+def test_section_encoder_archive_cannot_write_outside(tmp_path):
+    import types
+
+    import srsly
+
+    from spacy_rhetoric.pipeline.section_encoder import SectionEncoder
+
+    target = tmp_path / "evil.txt"
+    data = srsly.msgpack_dumps({f"../../../../../../..{target}": b"pwned", "cfg": b"{}"})
+    fake = types.SimpleNamespace(name="enc", from_disk=lambda *a, **k: None)
+    with pytest.raises(ValueError, match="bad file name"):
+        SectionEncoder.from_bytes(fake, data)
+    assert not target.exists()

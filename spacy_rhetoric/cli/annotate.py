@@ -41,6 +41,7 @@ def annotate_command(
     limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Only the first N input files (sorted by path); 0 = all"),
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard the shards of an earlier run in OUTPUT instead of resuming"),
+    force: bool = typer.Option(False, "--force", help="Replace annotations.jsonl / .spacy / summary.json in OUTPUT that no annotate run wrote"),
 ) -> None:
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
@@ -50,7 +51,7 @@ def annotate_command(
         summary = annotate_corpus(
             pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
             n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,
-            overwrite=overwrite, show_progress=True,
+            overwrite=overwrite, show_progress=True, force=force,
         )
     if not summary["sentences"]:
         nothing_done(f"the {summary['papers']} papers read hold no sentences")

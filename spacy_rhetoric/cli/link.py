@@ -136,7 +136,7 @@ def _read_citances(path: Path):
 
 
 def _check_link_paths(paths: List[Path], evaluate: bool, model: Optional[Path], vectors: Optional[Path],
-                      output: Optional[Path]) -> None:
+                      output: Optional[Path], force: bool = False) -> None:
     """Every input exists with the right kind and ``output`` can be written
     (not an input), before anything is loaded. Raises PathError."""
     if evaluate:
@@ -155,7 +155,7 @@ def _check_link_paths(paths: List[Path], evaluate: bool, model: Optional[Path], 
         check_input(vectors, what="--vectors file")
     if output is not None:
         inputs = [p for p in paths if str(p) != "-"] + [p for p in (vectors,) if p is not None]
-        check_output(output, what="--output", inputs=inputs)
+        check_output(output, what="--output", inputs=inputs, kind="json" if evaluate else "jsonl", force=force)
 
 
 @app.command("link")
@@ -174,6 +174,7 @@ def link_cli(
     k: int = typer.Option(3, "-k", callback=positive_int, help="Sentences returned per citance (>= 1)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSON(L) output file (default stdout)"),
     threads: int = typer.Option(1, callback=non_negative_int, help="torch threads (0 = torch default)"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Rank reference-paper sentences for citing sentences (CitRet).
 
@@ -191,7 +192,7 @@ def link_cli(
     from ..readers.clscisumm import select_topics
 
     with guard("link"):
-        _check_link_paths(paths, evaluate, model, vectors, output)
+        _check_link_paths(paths, evaluate, model, vectors, output, force)
         chosen = select_topics(paths, include=split_ids(topics)) if evaluate else None
         if evaluate and not chosen:
             nothing_done("no topics selected")
@@ -326,6 +327,7 @@ def link_word2vec_cli(
     epochs: int = typer.Option(5),
     seed: int = typer.Option(0),
     workers: int = typer.Option(1),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Train Word2Vec on the pre-processed full texts of the reference papers
     (the word vectors of CitRet's WMD) and save them in word2vec format."""
@@ -338,7 +340,7 @@ def link_word2vec_cli(
     with guard("link-word2vec"):
         for root in roots:
             check_input(root, what="topic directory", file_ok=False, dir_ok=True)
-        check_output(output, what="--output", inputs=roots)
+        check_output(output, what="--output", inputs=roots, kind="word2vec", force=force)
         chosen = select_topics(roots, exclude=split_ids(exclude_topics))
     if not chosen:
         nothing_done("no topics selected")

@@ -179,12 +179,23 @@ def parse_xml_data(data: Union[bytes, str], path: Union[str, Path]) -> ET.Elemen
     except ET.ParseError as exc:
         line, col = exc.position
         raise ReaderError(path, line, f"broken XML (column {col}): {exc}") from None
-    except DefusedXmlException as exc:
-        raise ReaderError(path, None, f"refused XML: entity declarations are not allowed ({exc})") from None
+    except DefusedXmlException:
+        raise ReaderError(path, _line_of(data, "<!ENTITY"), "refused XML: entity declarations are not allowed") \
+            from None
     depth = xml_depth(root, MAX_XML_DEPTH)
     if depth > MAX_XML_DEPTH:
         raise ReaderError(path, None, f"refused XML: elements nested more than {MAX_XML_DEPTH} levels deep")
     return root
+
+
+def _line_of(data: Union[bytes, str], needle: str) -> Optional[int]:
+    """The line of the first ``needle`` in an XML document (UTF-8 or, with a
+    BOM, UTF-16), or None."""
+    if isinstance(data, bytes):
+        encoding = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+        data = data.decode(encoding, errors="replace")
+    at = data.find(needle)
+    return data[:at].count("\n") + 1 if at >= 0 else None
 
 
 def xml_depth(root: ET.Element, stop: int) -> int:
@@ -257,16 +268,22 @@ ABBREVIATIONS = frozenset(
 )
 
 
+_OPENERS = frozenset("([{\"'\u201c\u2018")
+
+
 def unsplit_abbreviations(doc: Doc, candidates: List[int]) -> None:
     """Undo a splitter's sentence start at token ``i`` (of ``candidates``,
     the starts the source did not fix) right after an abbreviation's full
-    stop."""
+    stop, opening brackets or quotes between them ("et al. (2020)")."""
     for i in candidates:
         if i < 2 or not doc[i].is_sent_start:
             continue
-        prev = doc[i - 1]
-        if prev.text == "." and not doc[i - 2].whitespace_:
-            word = doc[i - 2].lower_
+        j = i - 1
+        while j >= 2 and doc[j].text in _OPENERS:
+            j -= 1
+        prev = doc[j]
+        if prev.text == "." and not doc[j - 1].whitespace_:
+            word = doc[j - 1].lower_
         elif prev.text.endswith(".") and len(prev.text) > 1:
             word = prev.lower_[:-1]
         else:
