@@ -443,3 +443,43 @@ def test_section_encoder_archive_cannot_write_outside(tmp_path):
     with pytest.raises(ValueError, match="bad file name"):
         SectionEncoder.from_bytes(fake, data)
     assert not target.exists()
+
+
+# -- 11. project.yml reads $SPACY_RHETORIC_DATA --------------------------------------------------
+
+
+def test_project_reads_the_data_variable(tmp_path, monkeypatch):
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    from weasel.util import load_project_config
+
+    root = __import__("pathlib").Path(__file__).resolve().parent.parent
+    clone = tmp_path / "clone"  # no ../shared beside it
+    (clone / "scripts").mkdir(parents=True)
+    shutil.copy(root / "scripts" / "fetch_assets.py", clone / "scripts")
+    mirror = tmp_path / "elsewhere" / "data"
+    (mirror / "csabstruct").mkdir(parents=True)
+    (mirror / "csabstruct" / "dev.jsonl").write_text("{}\n", encoding="utf8")
+    import srsly
+
+    config = srsly.read_yaml(root / "project.yml")  # one small asset instead of the corpora
+    config["assets"] = [{"dest": "assets/data/csabstruct/dev.jsonl", "url": "https://example.org/dev.jsonl"}]
+    srsly.write_yaml(clone / "project.yml", config)
+
+    def assets_offline():
+        config = load_project_config(clone)
+        line = next(c for c in config["commands"] if c["name"] == "assets-offline")["script"][0]
+        args = shlex.split(line)
+        return subprocess.run([sys.executable, *args[1:]], cwd=clone, capture_output=True, text=True)
+
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", str(mirror))
+    done = assets_offline()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (clone / "assets" / "data" / "csabstruct" / "dev.jsonl").read_text(encoding="utf8") == "{}\n"
+    monkeypatch.delenv("SPACY_RHETORIC_DATA")  # the fallback: ../shared/data, missing here
+    (clone / "assets" / "data" / "csabstruct" / "dev.jsonl").unlink()
+    done = assets_offline()
+    assert done.returncode == 1 and "../shared/data does not exist" in done.stdout + done.stderr
