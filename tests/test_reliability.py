@@ -483,3 +483,36 @@ def test_project_reads_the_data_variable(tmp_path, monkeypatch):
     (clone / "assets" / "data" / "csabstruct" / "dev.jsonl").unlink()
     done = assets_offline()
     assert done.returncode == 1 and "../shared/data does not exist" in done.stdout + done.stderr
+
+
+# -- 12. CL-SciSumm citances keyed by what identifies them --------------------------------------
+
+
+def test_citances_keyed_by_citing_sentence_not_number(tmp_path):
+    from spacy_rhetoric.citret.evaluation import key_citances
+    from spacy_rhetoric.readers.clscisumm import read_annotations
+
+    def row(number, annotator, offsets, text, gold):
+        return (f"Citance Number: {number} | Reference Article:  X.xml | Citing Article:  Y.xml | "
+                f"Citation Offset:  {offsets} | Citation Text:  {text} | Reference Offset:  ['{gold}'] | "
+                f"Annotator:  {annotator} |")
+
+    x = "We follow the parser of Smith and Jones closely here."
+    y = "Unlike their tagger, ours needs no lexicon at all."
+    z = "The same corpus was used before by many authors."
+    lines = [
+        row(5, "A", "['3']", x, 10), row(5, "B", "['7']", y, 11),  # one number, two citing sentences
+        row(1, "A", "['9']", z, 12), row(2, "B", "['9']", z, 13),  # one citing sentence, two numbers
+        row(6, "A", "['3','4']", x + " It works on long sentences too.", 14),  # A took two sentences
+        row(8, "B", "0", "", 15),  # no text, placeholder offsets: cannot be keyed
+    ]
+    path = tmp_path / "X.ann.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf8")
+    records, _ = read_annotations(path)
+    citances, unkeyed = key_citances(records)
+    assert len(unkeyed) == 1
+    by_text = {c.text: c for c in citances}
+    assert len(citances) == 3 and set(by_text) == {x, y, z}
+    assert by_text[x].gold_by_annotator == {"A": ["10", "14"]} and by_text[x].key[2] == "5+6"
+    assert by_text[y].gold_by_annotator == {"B": ["11"]} and by_text[y].key[2] == "5"
+    assert by_text[z].gold_by_annotator == {"A": ["12"], "B": ["13"]} and by_text[z].key[2] == "1+2"

@@ -211,7 +211,8 @@ def link_cli(
         result["encoder"] = encoder or (str(model) if model else linker.cfg["model_name"])
         result["vectors"] = str(vectors) if vectors else linker.cfg.get("vectors_path")
         counts = result["counts"]
-        msg.info(f"{counts['records_read']} annotation records read ({counts['records_malformed']} malformed), "
+        msg.info(f"{counts['records_read']} annotation records read ({counts['records_malformed']} malformed, "
+                 f"{counts['records_unkeyed']} without citation text or offsets: not keyed), "
                  f"{counts['citances_read']} citances read, {counts['citances_scored']} scored, "
                  f"{counts['citances_skipped']} skipped" + (f" {result['skipped']}" if result["skipped"] else ""))
         union, per_ann = result["protocols"]["union"], result["protocols"]["per_annotator"]
