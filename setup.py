@@ -21,6 +21,7 @@ INSTALL_REQUIRES = [
     "wasabi",
     "faiss-cpu",
     "matplotlib",
+    "defusedxml>=0.7",  # every XML reader (readers.fulltext.parse_xml_data)
 ]
 EXTRAS = {
     "distributed": ["dask[distributed]"],

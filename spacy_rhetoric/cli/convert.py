@@ -60,11 +60,12 @@ class NothingConverted(ValueError):
 
 
 def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str = "en",
-                   limit: int = 0, errors: str = "skip", progress: bool = False):
+                   limit: int = 0, errors: str = "skip", progress: bool = False, force: bool = False):
     """Convert ``input_path`` and write ``output_path`` (atomically); returns
     the ReadStats. Paths are checked first (``io.check_input``/``check_output``:
     PathError); :class:`NothingConverted` when no record was usable (the output
-    is then left as it was)."""
+    is then left as it was). An existing output that is not a DocBin is
+    replaced only with ``force``."""
     import spacy
     from spacy.tokens import DocBin
     from tqdm import tqdm
@@ -77,7 +78,7 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
     directory = fmt in DIRECTORY_FORMATS
     input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
                              dir_ok=directory or fmt in PAPER_FORMATS)
-    output_path = check_output(output_path, what="output", inputs=[input_path])
+    output_path = check_output(output_path, what="output", inputs=[input_path], kind="spacy", force=force)
     prepare_outputs({"output": output_path})
     nlp = spacy.blank(lang)
     stats = ReadStats(name=f"{fmt} {input_path}")
@@ -126,12 +127,13 @@ def convert_cli(
     limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Stop after N docs (0 = all)"),
     errors: str = typer.Option("skip", "--errors", callback=_check_errors,
                                help="'skip' malformed records (counted) or 'raise' at the first"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Convert a corpus to a .spacy DocBin with gold sentence boundaries and labels."""
     with guard("convert"):
         try:
             stats = convert_corpus(fmt, input_path, output_path, lang=lang, limit=limit, errors=errors,
-                                   progress=True)
+                                   progress=True, force=force)
         except NothingConverted as err:
             nothing_done(str(err))
     msg.info(f"Records read: {stats.read}")

@@ -174,11 +174,10 @@ class SectionEncoder(Pipe):
         return srsly.msgpack_dumps(files)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "SectionEncoder":
+        from ..io import extract_files
+
         files = srsly.msgpack_loads(bytes_data)
         with tempfile.TemporaryDirectory() as tmp:
-            for name, data in files.items():
-                target = Path(tmp) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            extract_files(files, tmp, what=f"[{self.name}] from_bytes")  # never outside tmp
             self.from_disk(tmp, exclude=exclude)
         return self
