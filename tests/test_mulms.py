@@ -128,3 +128,30 @@ def test_class_weights_balance_rare_labels():
     assert loss == pytest.approx((0.5 + 2.0) * -numpy.log(0.5) / 2, rel=1e-5)
     with pytest.raises(ValueError, match="class_weight_power"):
         spacy.blank("en").add_pipe("rhetoric_function_classifier", config={"class_weight_power": 2.0})
+
+
+def test_section_dropout_hides_runs_and_docs_but_keeps_headings():
+    import random
+
+    from spacy_rhetoric.extensions import HEADING, SECTION, get_sent_labels, set_span_values
+    from spacy_rhetoric.readers.common import doc_from_sentences
+    from spacy_rhetoric.readers.section_labels import drop_sections, section_label_corpus_v2
+
+    nlp = spacy.blank("en")
+    sections = ["abstract", "abstract", "introduction", "introduction", "unknown", "results"]
+    doc = doc_from_sentences(nlp, [f"Sentence number {i}." for i in range(6)], sections=sections)
+    set_span_values(doc, HEADING, list(doc.sents), ["Abstract"] * 2 + ["1 Intro"] * 2 + ["2 X", "3 Results"])
+    kept = drop_sections(doc.copy(), 0.0, 0.0)
+    assert get_sent_labels(kept, field=SECTION) == sections
+    assert get_sent_labels(drop_sections(doc.copy(), 0.0, 1.0), field=SECTION) == [None] * 6
+    seen = set()
+    for seed in range(20):
+        out = get_sent_labels(drop_sections(doc.copy(), 0.5, 0.0, rng=random.Random(seed)), field=SECTION)
+        # whole runs go together, and what is kept is what was there
+        assert out[0] == out[1] and out[2] == out[3]
+        assert all(o in (None, s) for o, s in zip(out, sections))
+        seen.add(tuple(o is None for o in out))
+        assert get_sent_labels(doc, field=HEADING)[5] == "3 Results"
+    assert len(seen) > 3
+    with pytest.raises(ValueError, match="section_dropout"):
+        section_label_corpus_v2("x.spacy", section_dropout=1.5)
