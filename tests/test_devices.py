@@ -251,25 +251,39 @@ def _has_gpu() -> bool:
         return False
 
 
-def _write_corpus(path: Path) -> None:
-    nlp = spacy.blank("en")
-    docs = []
+def _write_corpus(config_name: str, directory: Path) -> Path:
+    """A tiny labelled corpus in the format the config's train reader reads
+    (CSAbstruct .jsonl or a .spacy DocBin with coarse and fine labels)."""
+    import json
+
+    from spacy_rhetoric.extensions import set_sent_labels
+
     texts = [["Parsing is an old task.", "We propose a graph parser.", "It improves accuracy by two points."],
              ["Citation graphs are large.", "We train a ranking network.", "Recall improves on both sets."],
-             ["We study tagging.", "We train a tagger on news.", "Accuracy improves on tweets."]]
-    labels = [["background", "method", "result"], ["background", "method", "result"],
-              ["objective", "method", "result"]]
-    for sents, labs in zip(texts * 2, labels * 2):
-        docs.append(doc_from_sentences(nlp, sents, labels=labs, sections=["abstract"] * len(sents)))
+             ["Tagging matters for search.", "We train a tagger on news.", "Accuracy improves on tweets."]] * 4
+    labels = [["background", "method", "result"]] * len(texts)
+    reader = spacy.util.load_config(config_path(config_name))["corpora"]["train"]["@readers"]
+    if reader == "spacy_rhetoric.CSAbstructCorpus.v1":
+        path = directory / "train.jsonl"
+        path.write_text("".join(json.dumps({"sentences": t, "labels": labs}) + "\n" for t, labs in zip(texts, labels)),
+                        encoding="utf8")
+        return path
+    nlp = spacy.blank("en")
+    docs = []
+    for sents, labs in zip(texts, labels):
+        doc = doc_from_sentences(nlp, sents, labels=labs, sections=["abstract"] * len(sents))
+        set_sent_labels(doc, [f"{label}_fine" for label in labs], field="fine_label")
+        docs.append(doc)
+    path = directory / "train.spacy"
     DocBin(docs=docs, store_user_data=True).to_disk(path)
+    return path
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(GPU_ID >= 0 and not _has_gpu(), reason="needs cupy and a CUDA GPU")
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_one_training_step_on_gpu(config_name, tmp_path):
-    corpus = tmp_path / "train.spacy"
-    _write_corpus(corpus)
+    corpus = _write_corpus(config_name, tmp_path)
     cmd = [sys.executable, "-m", "spacy", "train", str(config_path(config_name)),
            "--output", str(tmp_path / "out"), "--gpu-id", str(GPU_ID),
            "--paths.train", str(corpus), "--paths.dev", str(corpus),
