@@ -20,6 +20,7 @@ import spacy
 from device_sim import DeviceArray, device_ops, host, is_device_array, record, summary
 from numpy.testing import assert_allclose
 from spacy.tokens import DocBin
+from spacy.training import Example
 from spacy.util import fix_random_seed, registry
 from thinc.api import NumpyOps, set_current_ops
 from thinc.layers.with_cpu import forward as thinc_with_cpu_forward
@@ -379,3 +380,43 @@ def test_gpu_id_without_gpu_is_one_line_error(command, tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
     assert "--gpu-id 0: torch sees 0 CUDA device" in " ".join(result.output.split())
+
+
+PIPES = [
+    ("rhetoric_function_classifier", dict(ARCHITECTURES["SequenceSentenceClassifier.v1"],
+                                          **{"@architectures": "spacy_rhetoric.SequenceSentenceClassifier.v1"})),
+    ("rhetoric_function_classifier", dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
+                                          **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})),
+    ("rhetoric_sentence_encoder", dict(ARCHITECTURES["ContextSentenceEncoder.v1"],
+                                       **{"@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1"})),
+]
+
+
+def _train_and_predict(factory, model):
+    from helpers import make_reference
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(factory, config={"model": model})
+    data = [(["Parsing is old.", "We build a parser.", "It works well."], ["background", "method", "result"]),
+            (["Graphs are big.", "We train a network.", "Recall improves."], ["background", "method", "result"])]
+    examples = [Example(nlp.make_doc(" ".join(s)), make_reference(nlp, s, labs)) for s, labs in data]
+    optimizer = nlp.initialize(lambda: examples)
+    losses = {}
+    for _ in range(2):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    docs = list(nlp.pipe([" ".join(s) for s, _ in data]))
+    return losses[factory], host(nlp.get_pipe(factory).predict(docs))
+
+
+@pytest.mark.parametrize("factory,model", PIPES, ids=["sequence", "sections_v3", "context_encoder"])
+def test_pipe_trains_and_predicts_on_simulated_device(factory, model):
+    """initialize, two updates (loss, optimizer) and predict of the whole
+    component on the simulated device give the CPU run's loss and outputs."""
+    set_current_ops(NumpyOps())
+    cpu_loss, cpu_out = _train_and_predict(factory, model)
+    with device_ops():
+        loss, out = _train_and_predict(factory, model)
+    assert loss == pytest.approx(cpu_loss, rel=1e-4)
+    assert_allclose(out, cpu_out, rtol=1e-4, atol=1e-5)
