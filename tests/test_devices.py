@@ -420,3 +420,23 @@ def test_pipe_trains_and_predicts_on_simulated_device(factory, model):
         loss, out = _train_and_predict(factory, model)
     assert loss == pytest.approx(cpu_loss, rel=1e-4)
     assert_allclose(out, cpu_out, rtol=1e-4, atol=1e-5)
+
+
+def test_sections_read_once_per_batch_on_device(nlp, monkeypatch):
+    """Five layers of SectionAware v3 ask for the sections of the same batch;
+    the n-gram branch runs on the CPU and must still share the cached answer."""
+    from spacy_rhetoric.ml import sections
+
+    calls = []
+    original = sections._sections_of
+    monkeypatch.setattr(sections, "_sections_of", lambda *args: calls.append(1) or original(*args))
+    with device_ops():
+        fix_random_seed(0)
+        model = build("SectionAwareSentenceClassifier.v3")
+        docs = make_docs(nlp, 2, 6)
+        model.initialize(X=model_input(model, docs))
+        calls.clear()
+        model(model_input(model, docs), is_train=True)  # a new batch (indices object)
+    # one answer per acknowledgements flag (the one-hot and the rule use True, the segments False),
+    # as on the CPU; 4 when the n-gram branch got its own copy of the indices
+    assert len(calls) == 2

@@ -211,8 +211,8 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     docs, indices = X
     ops = model.ops
     xp = numpy
-    offsets = ops.to_numpy(indices.dataXd)
-    lengths = [int(n) for n in ops.to_numpy(indices.lengths)]
+    offsets = to_host(indices.dataXd)  # the indices may still be on the device (with_cpu_chain passes Ragged as is)
+    lengths = to_host(indices.lengths).tolist()
     seg_lengths, seg_tags = segments_of(docs, indices, model.attrs.get("segments", "docs"))
     positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
     batch_keys, batch_vals, out_lengths = [], [], []
