@@ -39,6 +39,12 @@ optimizer, ``to_disk``/``from_bytes`` and ``use_averages`` treat them like any
 other layer's, and nothing here owns torch state. Torch runs in float64 on
 padded ``[docs, max sentences, labels]`` tensors: the recursions are over the
 sentences (tens per abstract), so their cost is small beside the encoder's.
+It runs on the CPU whatever the model's device (``spacy train --gpu-id 0``):
+one device->host copy of the emissions and parameters and one host->device
+copy of the output per forward, the same in backprop (about 5 ms per
+16-abstract step on this CPU, benchmarks/README.md "GPU readiness"). The
+sparse part's layers (n-gram hashing, ``SparseLinear``, numpy only) run on the
+CPU inside ``ml.devices.with_cpu_chain``, as spaCy's ``with_cpu`` does.
 
 Segments: by default the sequence (CRF chain, position buckets) is the doc.
 With ``segments = "sections"`` (``SectionAwareSentenceClassifier.v2``) it is
