@@ -281,6 +281,7 @@ def _write_corpus(config_name: str, directory: Path) -> Path:
 
 
 @pytest.mark.gpu
+@pytest.mark.slow
 @pytest.mark.skipif(GPU_ID >= 0 and not _has_gpu(), reason="needs cupy and a CUDA GPU")
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_one_training_step_on_gpu(config_name, tmp_path):
