@@ -375,9 +375,11 @@ def test_gpu_id_without_gpu_is_one_line_error(command, tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device exists")
-    args = [command, str(tmp_path), str(tmp_path / "out"), "--gpu-id", "0"]
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    args = [command, str(inputs), str(tmp_path / "out"), "--gpu-id", "0"]
     if command == "link-train":
-        args = [command, str(tmp_path), "--output", str(tmp_path / "out"), "--gpu-id", "0"]
+        args = [command, str(inputs), "--output", str(tmp_path / "out"), "--gpu-id", "0"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
     assert "--gpu-id 0: torch sees 0 CUDA device" in " ".join(result.output.split())
