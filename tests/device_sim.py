@@ -350,13 +350,30 @@ for _name in dir(NumpyOps):
 @contextlib.contextmanager
 def device_ops() -> Iterator[DeviceOps]:
     """Models built inside get ``DeviceOps`` (as ``spacy train --gpu-id 0``
-    builds them after ``require_gpu``)."""
+    builds them after ``require_gpu``); thinc's ``get_array_module`` and
+    ``get_array_ops`` (which know numpy and cupy only) answer ``ops.xp`` and
+    the ``DeviceOps`` for device arrays, as they answer cupy and ``CupyOps``."""
+    import thinc.backends
+    import thinc.util
+
     previous = get_current_ops()
     ops = DeviceOps()
     set_current_ops(ops)
+    patches = []
+    for original, answer in ((thinc.util.get_array_module, DEVICE_NUMPY), (thinc.backends.get_array_ops, ops)):
+        def patched(arr, _original=original, _answer=answer):
+            return _answer if isinstance(arr, DeviceArray) else _original(arr)
+
+        name = original.__name__
+        for module in list(sys.modules.values()):
+            if module is not None and getattr(module, name, None) is original:
+                patches.append((module, name, original))
+                setattr(module, name, patched)
     try:
         yield ops
     finally:
+        for module, name, original in patches:
+            setattr(module, name, original)
         set_current_ops(previous)
 
 

@@ -20,6 +20,7 @@ import spacy
 from device_sim import DeviceArray, device_ops, host, is_device_array, record, summary
 from numpy.testing import assert_allclose
 from spacy.tokens import DocBin
+from spacy.training import Example
 from spacy.util import fix_random_seed, registry
 from thinc.api import NumpyOps, set_current_ops
 from thinc.layers.with_cpu import forward as thinc_with_cpu_forward
@@ -251,25 +252,40 @@ def _has_gpu() -> bool:
         return False
 
 
-def _write_corpus(path: Path) -> None:
-    nlp = spacy.blank("en")
-    docs = []
+def _write_corpus(config_name: str, directory: Path) -> Path:
+    """A tiny labelled corpus in the format the config's train reader reads
+    (CSAbstruct .jsonl or a .spacy DocBin with coarse and fine labels)."""
+    import json
+
+    from spacy_rhetoric.extensions import set_sent_labels
+
     texts = [["Parsing is an old task.", "We propose a graph parser.", "It improves accuracy by two points."],
              ["Citation graphs are large.", "We train a ranking network.", "Recall improves on both sets."],
-             ["We study tagging.", "We train a tagger on news.", "Accuracy improves on tweets."]]
-    labels = [["background", "method", "result"], ["background", "method", "result"],
-              ["objective", "method", "result"]]
-    for sents, labs in zip(texts * 2, labels * 2):
-        docs.append(doc_from_sentences(nlp, sents, labels=labs, sections=["abstract"] * len(sents)))
+             ["Tagging matters for search.", "We train a tagger on news.", "Accuracy improves on tweets."]] * 4
+    labels = [["background", "method", "result"]] * len(texts)
+    reader = spacy.util.load_config(config_path(config_name))["corpora"]["train"]["@readers"]
+    if reader == "spacy_rhetoric.CSAbstructCorpus.v1":
+        path = directory / "train.jsonl"
+        path.write_text("".join(json.dumps({"sentences": t, "labels": labs}) + "\n" for t, labs in zip(texts, labels)),
+                        encoding="utf8")
+        return path
+    nlp = spacy.blank("en")
+    docs = []
+    for sents, labs in zip(texts, labels):
+        doc = doc_from_sentences(nlp, sents, labels=labs, sections=["abstract"] * len(sents))
+        set_sent_labels(doc, [f"{label}_fine" for label in labs], field="fine_label")
+        docs.append(doc)
+    path = directory / "train.spacy"
     DocBin(docs=docs, store_user_data=True).to_disk(path)
+    return path
 
 
 @pytest.mark.gpu
+@pytest.mark.slow
 @pytest.mark.skipif(GPU_ID >= 0 and not _has_gpu(), reason="needs cupy and a CUDA GPU")
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_one_training_step_on_gpu(config_name, tmp_path):
-    corpus = tmp_path / "train.spacy"
-    _write_corpus(corpus)
+    corpus = _write_corpus(config_name, tmp_path)
     cmd = [sys.executable, "-m", "spacy", "train", str(config_path(config_name)),
            "--output", str(tmp_path / "out"), "--gpu-id", str(GPU_ID),
            "--paths.train", str(corpus), "--paths.dev", str(corpus),
@@ -359,9 +375,71 @@ def test_gpu_id_without_gpu_is_one_line_error(command, tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device exists")
-    args = [command, str(tmp_path), str(tmp_path / "out"), "--gpu-id", "0"]
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    args = [command, str(inputs), str(tmp_path / "out"), "--gpu-id", "0"]
     if command == "link-train":
-        args = [command, str(tmp_path), "--output", str(tmp_path / "out"), "--gpu-id", "0"]
+        args = [command, str(inputs), "--output", str(tmp_path / "out"), "--gpu-id", "0"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
     assert "--gpu-id 0: torch sees 0 CUDA device" in " ".join(result.output.split())
+
+
+PIPES = [
+    ("rhetoric_function_classifier", dict(ARCHITECTURES["SequenceSentenceClassifier.v1"],
+                                          **{"@architectures": "spacy_rhetoric.SequenceSentenceClassifier.v1"})),
+    ("rhetoric_function_classifier", dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
+                                          **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})),
+    ("rhetoric_sentence_encoder", dict(ARCHITECTURES["ContextSentenceEncoder.v1"],
+                                       **{"@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1"})),
+]
+
+
+def _train_and_predict(factory, model):
+    from helpers import make_reference
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(factory, config={"model": model})
+    data = [(["Parsing is old.", "We build a parser.", "It works well."], ["background", "method", "result"]),
+            (["Graphs are big.", "We train a network.", "Recall improves."], ["background", "method", "result"])]
+    examples = [Example(nlp.make_doc(" ".join(s)), make_reference(nlp, s, labs)) for s, labs in data]
+    optimizer = nlp.initialize(lambda: examples)
+    losses = {}
+    for _ in range(2):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    docs = list(nlp.pipe([" ".join(s) for s, _ in data]))
+    return losses[factory], host(nlp.get_pipe(factory).predict(docs))
+
+
+@pytest.mark.parametrize("factory,model", PIPES, ids=["sequence", "sections_v3", "context_encoder"])
+def test_pipe_trains_and_predicts_on_simulated_device(factory, model):
+    """initialize, two updates (loss, optimizer) and predict of the whole
+    component on the simulated device give the CPU run's loss and outputs."""
+    set_current_ops(NumpyOps())
+    cpu_loss, cpu_out = _train_and_predict(factory, model)
+    with device_ops():
+        loss, out = _train_and_predict(factory, model)
+    assert loss == pytest.approx(cpu_loss, rel=1e-4)
+    assert_allclose(out, cpu_out, rtol=1e-4, atol=1e-5)
+
+
+def test_sections_read_once_per_batch_on_device(nlp, monkeypatch):
+    """Five layers of SectionAware v3 ask for the sections of the same batch;
+    the n-gram branch runs on the CPU and must still share the cached answer."""
+    from spacy_rhetoric.ml import sections
+
+    calls = []
+    original = sections._sections_of
+    monkeypatch.setattr(sections, "_sections_of", lambda *args: calls.append(1) or original(*args))
+    with device_ops():
+        fix_random_seed(0)
+        model = build("SectionAwareSentenceClassifier.v3")
+        docs = make_docs(nlp, 2, 6)
+        model.initialize(X=model_input(model, docs))
+        calls.clear()
+        model(model_input(model, docs), is_train=True)  # a new batch (indices object)
+    # one answer per acknowledgements flag (the one-hot and the rule use True, the segments False),
+    # as on the CPU; 4 when the n-gram branch got its own copy of the indices
+    assert len(calls) == 2

@@ -7,8 +7,11 @@
 - ``with_cpu_chain(*layers)``: ``chain(*layers)`` run on the CPU, as spaCy
   wraps its n-gram branch in ``with_cpu(extract_ngrams >> sparse_linear,
   ops)`` (``spacy/ml/models/textcat.py``): the layers get ``NumpyOps``, the
-  input (arrays, Ragged, in tuples and lists; Docs untouched) is copied to
-  the host, the output back to the chain's ops, the gradient to the host. It
+  input arrays (also in tuples and lists) are copied to the host, the output
+  back to the chain's ops, the gradient to the host. A Ragged (the sentence
+  indices) is passed as it is, as thinc's ``with_cpu`` does: the layer inside
+  reads it with ``to_host``, and ``ml.sections.sections_of``, which keeps the
+  last batch's answer by the identity of its indices, still finds it. It
   is thinc's ``with_cpu(chain(...))`` in one node: the layer tree (names,
   dims, parameters) is that of ``chain(*layers)``, so models saved before the
   wrapper existed still load. On the CPU nothing is copied.
@@ -36,10 +39,6 @@ def to_host(array: Any) -> numpy.ndarray:
 def _to_cpu(X: Any) -> Any:
     if isinstance(X, numpy.ndarray):
         return X
-    if isinstance(X, Ragged):
-        if isinstance(X.data, numpy.ndarray) and isinstance(X.lengths, numpy.ndarray):
-            return X  # the same object: caches keyed on it (ml.sections.sections_of) still hit
-        return Ragged(to_host(X.data), to_host(X.lengths))
     if isinstance(X, tuple):
         return tuple(_to_cpu(x) for x in X)
     if isinstance(X, list):

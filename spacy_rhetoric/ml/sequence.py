@@ -39,6 +39,12 @@ optimizer, ``to_disk``/``from_bytes`` and ``use_averages`` treat them like any
 other layer's, and nothing here owns torch state. Torch runs in float64 on
 padded ``[docs, max sentences, labels]`` tensors: the recursions are over the
 sentences (tens per abstract), so their cost is small beside the encoder's.
+It runs on the CPU whatever the model's device (``spacy train --gpu-id 0``):
+one device->host copy of the emissions and parameters and one host->device
+copy of the output per forward, the same in backprop (about 5 ms per
+16-abstract step on this CPU, benchmarks/README.md "GPU readiness"). The
+sparse part's layers (n-gram hashing, ``SparseLinear``, numpy only) run on the
+CPU inside ``ml.devices.with_cpu_chain``, as spaCy's ``with_cpu`` does.
 
 Segments: by default the sequence (CRF chain, position buckets) is the doc.
 With ``segments = "sections"`` (``SectionAwareSentenceClassifier.v2``) it is
@@ -211,8 +217,8 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     docs, indices = X
     ops = model.ops
     xp = numpy
-    offsets = ops.to_numpy(indices.dataXd)
-    lengths = [int(n) for n in ops.to_numpy(indices.lengths)]
+    offsets = to_host(indices.dataXd)  # the indices may still be on the device (with_cpu_chain passes Ragged as is)
+    lengths = to_host(indices.lengths).tolist()
     seg_lengths, seg_tags = segments_of(docs, indices, model.attrs.get("segments", "docs"))
     positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
     batch_keys, batch_vals, out_lengths = [], [], []
