@@ -1,0 +1,296 @@
+"""PDF readers against GROBID's TEI of the same file (shared/data/paper-pdfs).
+
+For each PDF and each reader (ours: ``readers.pdf``; and the plain text of
+pypdf, pdfminer.six and pdfplumber, as a user would get it, one paragraph per
+page), in one run:
+
+* body-sentence recall: share of the TEI body sentences (TEI reader, spaCy
+  sentencizer; at least 20 letters/digits) whose normalised text (NFKD, lower
+  case, letters and digits only) occurs in the reader's normalised body text;
+* precision: share of the reader's body sentences (same filter) whose
+  normalised text occurs in the TEI's normalised body text. The reader's body
+  is every sentence but the abstract, acknowledgements and references (GROBID
+  0.6.1 put the SPECTER appendix in its TEI body, so appendices count on both
+  sides); for the plain-text baselines, all of their text;
+* numbered headings: GROBID's headings with a number (``head/@n``) found among
+  the reader's headings with the same number and the same text (or a text
+  GROBID's starts with, where GROBID glued the next heading on); the
+  baselines: a line of their text equal to "number text";
+* title and abstract right: normalised title equal; abstract similarity
+  (difflib ratio of the normalised texts) >= 0.95;
+* glued-word share: runs of letters longer than 25 among all runs of letters
+  of the body text;
+* unknown-word share: body words (letters only, 3+) that never occur in the
+  TEI's whole text (body, abstract, notes, captions, references): split or
+  mangled words;
+* pages/s: pages over the median of 3 timed reads (wall clock);
+* offenders: body sentences holding a caption start ("Figure 2:"), the
+  start of a GROBID footnote or caption, a reference title of GROBID's
+  bibliography, a printed page number or the running footer of the file,
+  listed for our reader.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_pdf.py [--data ../shared/data] [--out results/pdf.json]
+"""
+import argparse
+import difflib
+import json
+import re
+import statistics
+import time
+import unicodedata
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import spacy
+
+from spacy_rhetoric.readers.fulltext import ABSTRACT, Paper, Paragraph, paper_doc
+from spacy_rhetoric.readers.pdf import parse_pdf
+from spacy_rhetoric.readers.tei import NS, parse_tei
+from spacy_rhetoric.section_headings import HeadingRules, parse_heading
+
+MIN_CHARS = 20
+_CAPTION = re.compile(r"\b(Figure|Fig\.|Table)\s*\d+\s*:")
+RULES = HeadingRules.packaged()
+
+
+def norm(text: str) -> str:
+    """Letters only: spacing, hyphenation, punctuation and digits (footnote
+    marks GROBID leaves in its text: "SPECTER, 2 incorporates") do not count."""
+    text = unicodedata.normalize("NFKD", text or "").lower()
+    return re.sub(r"[^a-z]", "", text)
+
+
+def norm_heading(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text or "").lower()
+    return re.sub(r"[^a-z0-9]", "", text)
+
+
+def tei_path(data: Path, pdf: Path) -> Path:
+    local = pdf.with_name(pdf.stem + ".tei.xml")
+    return local if local.exists() else data / "paper-formats" / "grobid-tei" / (pdf.stem + ".tei.xml")
+
+
+# --------------------------------------------------------------------------
+# Readers: path -> (Paper, n pages)
+
+
+def _pages(path: Path) -> int:
+    from pypdf import PdfReader
+
+    return len(PdfReader(path).pages)
+
+
+def _plain(texts: List[str], stem: str) -> Paper:
+    paragraphs = [Paragraph(text=re.sub(r"\s+", " ", t).strip(), heading=None) for t in texts if t.strip()]
+    paper = Paper(doc_id=stem, title=None, paragraphs=paragraphs, headings=[])
+    paper.raw_lines = [line.strip() for t in texts for line in t.splitlines()]
+    return paper
+
+
+def read_ours(path: Path) -> Paper:
+    return parse_pdf(path)
+
+
+def read_pypdf(path: Path) -> Paper:
+    from pypdf import PdfReader
+
+    return _plain([p.extract_text() or "" for p in PdfReader(path).pages], path.stem)
+
+
+def read_pdfminer(path: Path) -> Paper:
+    from pdfminer.high_level import extract_text
+
+    return _plain(extract_text(str(path)).split("\f"), path.stem)
+
+
+def read_pdfplumber(path: Path) -> Paper:
+    import pdfplumber
+
+    with pdfplumber.open(path) as pdf:
+        return _plain([p.extract_text() or "" for p in pdf.pages], path.stem)
+
+
+READERS: Dict[str, Callable[[Path], Paper]] = {
+    "spacy_rhetoric readers.pdf (pdfminer.six chars)": read_ours,
+    "pypdf extract_text": read_pypdf,
+    "pdfminer.six extract_text": read_pdfminer,
+    "pdfplumber extract_text": read_pdfplumber,
+}
+
+
+# --------------------------------------------------------------------------
+# Scoring
+
+
+_NOT_BODY = re.compile(r"^(acknowledge?ments?|references?|bibliography|funding)$")
+
+
+def body_sentences(nlp, paper: Paper, structured: bool) -> Tuple[List[str], List[str]]:
+    """(abstract sentences, body sentences) of a paper read by a reader:
+    body is all but the abstract, acknowledgements and references (GROBID
+    0.6.1 leaves appendices in its TEI body, so they count on both sides)."""
+    doc = paper_doc(nlp, paper)
+    abstract, body = [], []
+    for sent in doc.sents:
+        heading = sent._.rhetoric_heading
+        if structured and heading and _NOT_BODY.match(parse_heading(heading).model_text):
+            continue
+        (abstract if heading == ABSTRACT else body).append(sent.text)
+    return abstract, body
+
+
+def tei_reference(path: Path, nlp) -> dict:
+    paper = parse_tei(path)
+    abstract, body = body_sentences(nlp, paper, structured=True)
+    root = ET.parse(path).getroot()
+    heads = [(h.get("n").rstrip("."), "".join(h.itertext()).strip())
+             for h in root.iter(f"{NS}head") if h.get("n")]
+    notes = [norm("".join(n.itertext()))[:30] for n in root.iter(f"{NS}note") if n.get("place") == "foot"]
+    captions = [norm("".join(d.itertext()))[:30] for d in root.iter(f"{NS}figDesc")]
+    bib_titles = [norm("".join(t.itertext())) for b in root.iter(f"{NS}biblStruct") for t in b.iter(f"{NS}title")]
+    return {
+        "title": paper.title or "",
+        "abstract": " ".join(abstract),
+        "body": [s for s in body if len(norm(s)) >= MIN_CHARS],
+        "body_norm": "".join(norm(s) for s in body),
+        "heads": heads,
+        "notes": [n for n in notes if len(n) >= 15],
+        "captions": [c for c in captions if len(c) >= 15],
+        "bib_titles": [t for t in bib_titles if len(t) >= 25],
+        "vocab": set(re.findall(r"[^\W\d_]+", unicodedata.normalize("NFKC", "".join(root.itertext())).lower())),
+    }
+
+
+def heading_hits(paper: Paper, heads: List[Tuple[str, str]], structured: bool) -> Tuple[int, List[str]]:
+    if structured:
+        ours = {}
+        for h in paper.headings:
+            parsed = parse_heading(h or "")
+            if parsed.number:
+                ours.setdefault(".".join(parsed.number), []).append(norm_heading(h[len(h.split()[0]):]))
+    else:
+        lines = {norm_heading(line) for line in getattr(paper, "raw_lines", [])}
+    hits, missed = 0, []
+    for number, text in heads:
+        if structured:
+            found = any(t and (t == norm_heading(text) or norm_heading(text).startswith(t))
+                        for t in ours.get(number, []))
+        else:
+            found = norm_heading(f"{number} {text}") in lines
+        hits += found
+        if not found:
+            missed.append(f"{number} {text}")
+    return hits, missed
+
+
+def offenders(body: List[str], ref: dict, page_numbers: List[str], footers: List[str]) -> List[str]:
+    out = []
+    for sent in body:
+        n = norm(sent)
+        why = []
+        if _CAPTION.search(sent):
+            why.append("caption start")
+        if any(c and c in n for c in ref["captions"]):
+            why.append("GROBID caption")
+        if any(x in n for x in ref["notes"]):
+            why.append("GROBID footnote")
+        if any(t in n for t in ref["bib_titles"]):
+            why.append("reference title")
+        if any(re.search(rf"(?<![\d.,]){p}(?![\d.,])", sent) for p in page_numbers):
+            why.append("page number")
+        if any(f in n for f in footers):
+            why.append("running footer")
+        if why and n not in ref["body_norm"]:
+            out.append(f"{'/'.join(why)}: {sent[:120]}")
+    return out
+
+
+def printed_margins(path: Path) -> Tuple[List[str], List[str]]:
+    """Page numbers and venue lines of the file (pypdf's first/last lines of
+    each page that are digits only / the first page's footer lines)."""
+    from pypdf import PdfReader
+
+    numbers, footers = [], []
+    for i, page in enumerate(PdfReader(path).pages):
+        lines = [line.strip() for line in (page.extract_text() or "").splitlines() if line.strip()]
+        numbers += [line for line in lines[:1] + lines[-1:] if line.isdigit()]
+        if i == 0:
+            footers += [norm(line) for line in lines[:2] if len(norm(line)) > 20]
+    return numbers, footers
+
+
+def score(nlp, name: str, read: Callable[[Path], Paper], pdf: Path, ref: dict, n_pages: int) -> dict:
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        paper = read(pdf)
+        times.append(time.perf_counter() - start)
+    structured = read is read_ours
+    abstract, body = body_sentences(nlp, paper, structured)
+    body = [s for s in body if len(norm(s)) >= MIN_CHARS]
+    ours_norm = "".join(norm(s) for s in body)
+    recall = sum(norm(s) in ours_norm for s in ref["body"]) / max(1, len(ref["body"]))
+    matched = [norm(s) in ref["body_norm"] for s in body]
+    precision = sum(matched) / max(1, len(body))
+    hits, missed = heading_hits(paper, ref["heads"], structured)
+    text = " ".join(body)
+    runs = re.findall(r"[^\W\d_]+", text)
+    glued = [r for r in runs if len(r) > 25]
+    words = [w.lower() for w in runs if len(w) >= 3]
+    unknown = [w for w in words if w not in ref["vocab"]]
+    abstract_ratio = difflib.SequenceMatcher(None, norm(" ".join(abstract)), norm(ref["abstract"])).ratio() \
+        if structured else None
+    numbers, footers = printed_margins(pdf)
+    row = {
+        "pdf": pdf.name, "reader": name, "pages": n_pages,
+        "tei_body_sentences": len(ref["body"]), "reader_body_sentences": len(body),
+        "recall": round(recall, 3), "precision": round(precision, 3),
+        "numbered_headings": f"{hits}/{len(ref['heads'])}",
+        "headings_missed": missed,
+        "title_right": (norm(paper.title or "") == norm(ref["title"])) if structured else None,
+        "abstract_ratio": None if abstract_ratio is None else round(abstract_ratio, 3),
+        "glued_share": round(len(glued) / max(1, len(runs)), 4), "glued_examples": glued[:5],
+        "unknown_word_share": round(len(unknown) / max(1, len(words)), 4), "unknown_examples": unknown[:10],
+        "pages_per_s": round(n_pages / statistics.median(times), 1),
+    }
+    if structured:
+        row["offenders"] = offenders(body, ref, numbers, footers)
+        row["unmatched_sentences"] = [s[:120] for s, ok in zip(body, matched) if not ok]
+        row["missed_sentences"] = [s[:120] for s in ref["body"] if norm(s) not in ours_norm]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only-ours", action="store_true")
+    args = parser.parse_args()
+    nlp = spacy.blank("en")
+    rows = []
+    for pdf in sorted((args.data / "paper-pdfs").glob("*.pdf")):
+        ref = tei_reference(tei_path(args.data, pdf), nlp)
+        n_pages = _pages(pdf)
+        for name, read in READERS.items():
+            if args.only_ours and read is not read_ours:
+                continue
+            rows.append(score(nlp, name, read, pdf, ref, n_pages))
+    brief = ("pdf", "reader", "recall", "precision", "numbered_headings", "title_right", "abstract_ratio",
+             "glued_share", "unknown_word_share", "pages_per_s")
+    print("| " + " | ".join(brief) + " | offenders |")
+    print("|" + " --- |" * (len(brief) + 1))
+    for row in rows:
+        print("| " + " | ".join(str(row[k]) for k in brief) + f" | {len(row.get('offenders', [])) if 'offenders' in row else '–'} |")
+    for row in rows:
+        if "offenders" in row:
+            print(f"\n{row['pdf']}: headings missed {row['headings_missed']}; offenders:")
+            for item in row["offenders"]:
+                print("  ", item)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
