@@ -40,7 +40,7 @@ import time
 import unicodedata
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import spacy
 

@@ -24,7 +24,10 @@ What each line is, decided from font size and weight, position and text:
 Body lines become paragraphs: a new paragraph after a heading, at an
 indented line after a short one, or after a vertical gap; a paragraph goes
 on across columns and pages (floats, footnotes and page furniture in
-between are skipped). Lines are joined with a space, a hyphen at a line end
+between are skipped). Citations found by pattern ("(Ammar et al., 2018)",
+"Peters et al. (2017)", "[3, 5]") become the paragraph's citation spans
+(no sentence starts inside one; ``doc.spans["citations"]``, no target).
+Lines are joined with a space, a hyphen at a line end
 is dropped ("litera-" + "ture") unless the hyphenated word is written with
 its hyphen elsewhere in the paper ("co-" + "authors" where "co-authors"
 occurs). The references become one paragraph per entry (hanging indent),
@@ -52,6 +55,12 @@ _REFS = re.compile(r"^(references|bibliography|literature cited)\s*$", re.IGNORE
 _CAPTION = re.compile(r"^(figure|fig\.|table|tab\.|algorithm|listing)\s*[0-9IVX]+[a-z]?\s*[:.|]", re.IGNORECASE)
 _END = re.compile(r"[.?!:;]['\")\]”’]*$")
 _WORD_HYPHEN = re.compile(r"(\w+)-$")
+_YEAR = r"(?:1[89]|20)\d\d[a-z]?"
+# Citations: "(Ammar et al., 2018; Wu, 2014)", "Peters et al. (2017)", "[3, 5-7]"
+CITATION = re.compile(
+    rf"\((?:[^()]{{0,250}}?\b{_YEAR}\b[^()]{{0,250}}?)\)"
+    rf"|\b[A-Z][\w'’\-]+(?: et al\.| and [A-Z][\w'’\-]+)? \({_YEAR}(?:, [^()]{{1,40}})?\)"
+    r"|\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 
 
 def _mode(values, default: float) -> float:
@@ -129,7 +138,7 @@ _NUMERIC_CELL = re.compile(r"^[^A-Za-z]*\d[^A-Za-z]*$|^[A-Za-z]{0,3}\d[\w.%]*$")
 def _is_table_row(line: Line) -> bool:
     """Cells apart with wide gaps, short or numeric (a justified line of text
     has long pieces)."""
-    if line.gaps < 1 or _NUMBERED.match(line.text) and line.gaps == 1:
+    if line.gaps < 1 or line.gaps == 1 and (_NUMBERED.match(line.text) or line.bold >= 0.8):
         return False
     cells = line.cells
     if any(_NUMERIC_CELL.match(c) for c in cells):
@@ -193,7 +202,8 @@ class _Builder:
             if self.references:
                 self.paragraphs.append(Paragraph(text=text, heading=self.heading, sentences=[(0, len(text))]))
             else:
-                self.paragraphs.append(Paragraph(text=text, heading=self.heading))
+                cites = [(m.start(), m.end(), "") for m in CITATION.finditer(text)]
+                self.paragraphs.append(Paragraph(text=text, heading=self.heading, citations=cites))
         self.lines = []
 
     def join(self, lines: List[Line]) -> str:
