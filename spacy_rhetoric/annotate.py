@@ -97,14 +97,15 @@ def expected_files(fmt: str) -> str:
     return ", ".join(EXTENSIONS.get(fmt, (".spacy",))) + f" ({fmt})"
 
 
-def read_docs(inp: InputFile, nlp: Language) -> List[Doc]:
+def read_docs(inp: InputFile, nlp: Language, grobid: Optional[str] = None) -> List[Doc]:
     """The Docs of one input in ``nlp``'s vocab, every sentence start preset.
-    Raises ReaderError/OSError for an unusable input."""
+    Raises ReaderError/OSError for an unusable input. ``grobid``: a GROBID
+    server's URL that PDFs are sent to."""
     from .readers.fulltext import sentence_splitter
     from .readers.papers import read_paper
 
     if inp.kind != "spacy":
-        return [read_paper(inp.path, nlp, fmt=inp.kind)]
+        return [read_paper(inp.path, nlp, fmt=inp.kind, grobid=grobid)]
     try:
         docs = list(DocBin(store_user_data=True).from_disk(inp.path).get_docs(nlp.vocab))
     except Exception as err:  # noqa: BLE001 - name the file
@@ -120,10 +121,11 @@ def read_docs(inp: InputFile, nlp: Language) -> List[Doc]:
     return docs
 
 
-def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any) -> Optional[List[Doc]]:
+def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any,
+          grobid: Optional[str] = None) -> Optional[List[Doc]]:
     """``read_docs``, or None with the reason recorded (skip and count)."""
     try:
-        return read_docs(inp, nlp)
+        return read_docs(inp, nlp, grobid)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
     skipped.append({"input": inp.key, "reason": reason})
@@ -310,6 +312,7 @@ def annotate_corpus(
     overwrite: bool = False,
     show_progress: bool = False,
     on_shard: OnShard = None,
+    grobid: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Annotate the papers under ``inputs`` with ``pipeline`` into
     ``output_dir`` (``annotations.jsonl`` unless ``jsonl=False``,
@@ -318,7 +321,8 @@ def annotate_corpus(
     ``scheduler``: None (this machine, ``n_process`` processes), ``"local"``
     (a Dask LocalCluster of ``workers`` processes) or a scheduler address;
     Dask workers load the pipeline from the same path. ``on_shard(input,
-    header)`` is called after each shard is written. Raises
+    header)`` is called after each shard is written. ``grobid``: a GROBID
+    server's URL that PDFs are sent to (their TEI is read). Raises
     ``CorpusBuildError`` when no input is usable. Returns the summary."""
     out_dir = Path(output_dir)
     check_annotate_args(pipeline, inputs, out_dir, fmt=fmt, jsonl=jsonl, spacy=spacy, code=code,
@@ -331,6 +335,8 @@ def annotate_corpus(
                                  expected=expected_files(fmt), skip_hidden=True)
     config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
+    if grobid:
+        config["grobid"] = grobid
     shard_dir = prepare_output_dir(out_dir, config, overwrite)
     pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
     skipped: List[Dict[str, str]] = []
@@ -359,14 +365,14 @@ def annotate_corpus(
         if pending and scheduler:
             seconds = dask_tasks(
                 scheduler, workers, pending,
-                read=lambda inp: _read(inp, nlp, skipped, progress),
+                read=lambda inp: _read(inp, nlp, skipped, progress, grobid),
                 task=dask_annotate_task,
                 task_args=lambda inp, docs, shared: (docbin_bytes(docs), settings, batch_size),
                 finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
             )
         elif pending:
             def read(inp: InputFile):
-                docs = _read(inp, nlp, skipped, progress)
+                docs = _read(inp, nlp, skipped, progress, grobid)
                 return None if docs is None else (docs, [(doc, sentence_starts(doc)) for doc in docs])
 
             stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),

@@ -305,13 +305,13 @@ def page_lines(page: Page) -> List[Line]:
 
 def column_split(lines: List[Line], width: float) -> Optional[float]:
     """x of the gutter of a two-column page, None for one column."""
-    wide = [ln for ln in lines if ln.x1 - ln.x0 > 0.25 * width and not ln.text.isdigit()]
-    if len(wide) < 6:
+    wide = [ln for ln in lines if ln.x1 - ln.x0 > 0.2 * width and not ln.text.isdigit()]
+    if len(wide) < 4:
         return None
     mid = width / 2
     left = sorted(ln.x1 for ln in wide if ln.x1 < mid + 0.04 * width)
     right = sorted(ln.x0 for ln in wide if ln.x0 > mid - 0.04 * width)
-    if len(left) < 3 or len(right) < 3:
+    if len(left) < 2 or len(right) < 2:
         return None
     left_edge = left[int(0.9 * (len(left) - 1))]
     right_edge = right[int(0.1 * (len(right) - 1))]

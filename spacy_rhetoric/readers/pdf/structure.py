@@ -4,8 +4,9 @@ numbered headings, body paragraphs, back matter).
 What each line is, decided from font size and weight, position and text:
 
 * ``margin``: above or below the text block of the paper (the highest and
-  lowest body-size lines wider than half a column): running headers and
-  footers, page numbers, the first page's venue and copyright lines;
+  lowest body-size lines wider than half a column), unless bold or large:
+  running headers and footers, page numbers, the first page's venue and
+  copyright lines;
   digit-only lines outside the columns (line numbers of review copies);
 * ``title`` (page 1, the largest font in its top half) and ``front``
   (authors, affiliations: page 1 before the abstract or first heading);
@@ -107,8 +108,9 @@ class _Geometry:
         return self.right.get((line.page, line.column), line.x1)
 
     def is_margin(self, line: Line) -> bool:
-        if line.bottom < self.top - 1 or line.top > self.bottom + 1:
-            return True
+        outside = line.bottom < self.top - 1 or line.top > self.bottom + 1
+        if outside and (line.text.isdigit() or line.bold < 0.8 and line.size < 1.08 * self.size):
+            return True  # a bold or large line above the text block: a title or a heading
         # line numbers of review copies: digits outside the text columns
         return line.text.isdigit() and (line.x1 < self.col_left(line) - 2 or line.column == 0 and len(line.text) < 4
                                         and line.x1 - line.x0 < self.size * 2)
@@ -242,11 +244,12 @@ class _Builder:
         if self.references:
             return line.x0 <= geo.col_left(line) + 0.4 * size and prev.x0 > geo.col_left(prev) + 0.4 * size \
                 or line.x0 <= geo.col_left(line) + 0.4 * size and prev.x1 < geo.col_right(prev) - 3 * size
-        indented = line.x0 > geo.col_left(line) + 0.5 * size
+        same_column = prev.page == line.page and prev.column == line.column
+        # indented against the line before (the abstract is narrower than its column)
+        indented = line.x0 > (prev.x0 if same_column else geo.col_left(line)) + 0.5 * size
         prev_short = prev.x1 < geo.col_right(prev) - 1.2 * size
         if indented and (prev_short or _END.search(prev.text)):
             return True
-        same_column = prev.page == line.page and prev.column == line.column
         if same_column and line.top - prev.top > 2.0 * max(line.size, prev.size) and _END.search(prev.text):
             return True
         return False

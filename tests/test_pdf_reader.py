@@ -1,0 +1,222 @@
+"""PDF reader (readers.pdf): tiny PDFs written here byte by byte (words placed
+by position with no space characters, two columns, a running footer, a
+caption), bad PDFs (no text layer, encrypted, truncated, not a PDF, 0 pages),
+the two real ACL PDFs of shared/data/paper-pdfs, and --grobid against a local
+HTTP server that stands in for GROBID."""
+import http.server
+import io
+import re
+import threading
+from pathlib import Path
+
+import pytest
+import spacy
+
+from spacy_rhetoric.readers.common import ReaderError, ReadStats
+from spacy_rhetoric.readers.papers import detect_format, read_paper, read_papers
+from spacy_rhetoric.readers.pdf import parse_pdf
+
+PDFS = "paper-pdfs"
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return spacy.blank("en")
+
+
+def make_pdf(pages, width=612, height=792) -> bytes:
+    """A minimal PDF: ``pages`` is a list of pages, each a list of
+    ``(font, size, x, y, pieces)`` where pieces is a TJ array body (strings
+    in parentheses and kerning numbers), fonts F1 Helvetica and F2
+    Helvetica-Bold."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", None,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>"]
+    kids = []
+    for runs in pages:
+        stream = b"".join(f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm [{pieces}] TJ ET\n".encode("latin-1")
+                          for font, size, x, y, pieces in runs)
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
+        content = len(objects)
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] /Contents {content} 0 R "
+                       f"/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>".encode())
+        kids.append(len(objects))
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>".encode()
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for i, obj in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % i + obj + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for off in offsets:
+        out.write(b"%010d 00000 n \n" % off)
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def words(text: str) -> str:
+    """A TJ body with no space characters: words apart by a kerning gap
+    (-300/1000 em), as in files whose word gaps are only positional."""
+    return " -300 ".join(f"({w})" for w in text.split())
+
+
+def body_lines(x, top, lines, size=10):
+    return [("F1", size, x, top - 12 * i, words(line)) for i, line in enumerate(lines)]
+
+
+LEFT = ["This is the first sentence of the paper and it goes", "on in the left column until the very end of it",
+        "where it is hyphen-", "ated and then it goes on in the right column", "to the right column on the same page"]
+RIGHT = ["and ends here. A second sentence is here.", "It has more words than it needs to fill a line",
+         "of the right column of the page before ending."]
+
+
+@pytest.fixture(scope="module")
+def tiny_pdf(tmp_path_factory) -> Path:
+    page1 = [("F2", 18, 150, 720, words("A Tiny Test Paper")),
+             ("F2", 12, 72, 680, words("Abstract")),
+             *body_lines(72, 664, ["We test a reader of PDF papers.", "It reads them well."]),
+             ("F2", 12, 72, 620, "(1) -1000 (Introduction)"),
+             *body_lines(72, 604, LEFT),
+             ("F1", 10, 72, 520, words("Figure 1: A caption that is not body text.")),
+             *body_lines(320, 604, RIGHT),
+             ("F1", 10, 300, 40, "(7)")]
+    page2 = [("F2", 12, 72, 700, "(2) -1000 (Method)"),
+             *body_lines(72, 684, ["We read glyphs and their positions on", "the page to space the words."]),
+             *body_lines(320, 684, ["This column is on the right side", "of the second page of the paper."]),
+             ("F1", 10, 300, 40, "(8)")]
+    path = tmp_path_factory.mktemp("pdf") / "tiny.pdf"
+    path.write_bytes(make_pdf([page1, page2]))
+    return path
+
+
+def test_tiny_pdf_structure(tiny_pdf, nlp):
+    assert detect_format(tiny_pdf) == "pdf"
+    doc = read_paper(tiny_pdf, nlp)
+    assert doc._.rhetoric_title == "A Tiny Test Paper"
+    assert doc._.rhetoric_doc_id == "tiny"
+    sents = [(s._.rhetoric_heading, s.text) for s in doc.sents]
+    assert sents[0] == ("Abstract", "We test a reader of PDF papers.")
+    body = [text for heading, text in sents if heading != "Abstract"]
+    # words spaced from positions, hyphenation joined, columns read in order across the column break
+    assert body[0] == ("This is the first sentence of the paper and it goes on in the left column until the very "
+                       "end of it where it is hyphenated and then it goes on in the right column to the right "
+                       "column on the same page and ends here.")
+    assert {h for h, _ in sents} == {"Abstract", "1 Introduction", "2 Method"}
+    text = doc.text
+    assert "caption" not in text and "Figure 1" not in text  # caption left out
+    assert not re.search(r"\b[78]\b", text)  # page numbers left out
+    assert "We read glyphs and their positions on the page to space the words." in text
+    assert text.index("second page of the paper") > text.index("space the words")
+
+
+@pytest.mark.parametrize("name,reason", [
+    ("scan.pdf", "no text layer"), ("locked.pdf", "encrypted"), ("cut.pdf", "truncated"),
+    ("fake.pdf", "not a PDF"), ("empty.pdf", "0 pages")])
+def test_bad_pdfs(tmp_path, tiny_pdf, nlp, name, reason):
+    from pypdf import PdfWriter
+
+    path = tmp_path / name
+    if name == "scan.pdf":
+        writer = PdfWriter()
+        writer.add_blank_page(width=612, height=792)
+        writer.write(path)
+    elif name == "locked.pdf":
+        from pypdf import PdfReader
+
+        writer = PdfWriter(clone_from=PdfReader(tiny_pdf))
+        writer.encrypt(user_password="secret", owner_password="owner")
+        writer.write(path)
+    elif name == "cut.pdf":
+        path.write_bytes(tiny_pdf.read_bytes()[:300])
+    elif name == "fake.pdf":
+        path.write_text("just some text, not a PDF\n")
+    else:
+        PdfWriter().write(path)
+    with pytest.raises(ReaderError, match=re.escape(name) + ".*" + reason):
+        read_paper(path, nlp)
+    stats = ReadStats(name="papers")
+    assert list(read_papers(path, nlp, stats=stats)) == []
+    assert stats.read == 1 and stats.skipped == 1 and "\n" not in stats.examples[0]
+
+
+def test_convert_cli_bad_pdfs_only(tmp_path):
+    """No paper read: exit 1 with the reasons, no traceback, no output file."""
+    from helpers import cli_text
+    from typer.testing import CliRunner
+
+    import spacy_rhetoric.cli.convert  # noqa: F401  registers the command
+    from spacy_rhetoric.cli import app
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.pdf").write_bytes(b"%PDF-1.4\n1 0 obj\n<<")
+    (tmp_path / "in" / "b.pdf").write_text("not a pdf")
+    out = tmp_path / "out.spacy"
+    result = CliRunner().invoke(app, ["convert", "pdf", str(tmp_path / "in"), str(out)])
+    text = cli_text(result)
+    assert result.exit_code == 1, text
+    assert "Traceback" not in text and not out.exists()
+    assert "none of the 2 records" in text and "not a PDF" in text
+
+
+def test_real_pdf_n18(shared_data, nlp):
+    path = shared_data / PDFS / "N18-3011.pdf"
+    paper = parse_pdf(path)
+    assert paper.title == "Construction of the Literature Graph in Semantic Scholar"
+    assert paper.paragraphs[0].heading == "Abstract"
+    assert paper.paragraphs[0].text.startswith("We describe a deployed scalable system for organizing published "
+                                               "scientific literature")  # spaced, ligature and hyphen fixed
+    for heading in ("1 Introduction", "2.1 Node Types", "4.4 Entity Linking Models", "6 Conclusion and Future Work"):
+        assert heading in paper.headings
+    doc = read_paper(path, nlp)
+    body = [s.text for s in doc.sents if s._.rhetoric_heading not in ("Abstract", "References")]
+    text = " ".join(body)
+    assert not [w for w in re.findall(r"[^\W\d_]+", text) if len(w) > 25]  # nothing glued
+    assert "ﬁ" not in text and "scientific" in text
+    assert "Proceedings of NAACL" not in text and "Figure 1: Part of" not in text
+    assert "Due to space constraints" not in text  # a footnote
+    # a sentence across the column break of page 1
+    assert any("academic search (e.g., Xiong et al., 2017). " in s + " " for s in body)
+    refs = [s for s in doc.sents if s._.rhetoric_heading == "References"]
+    assert len(refs) > 20 and all(s.start == 0 or doc[s.start - 1].is_sent_start is not None for s in refs)
+    assert len(doc.spans["citations"]) > 20
+
+
+def test_grobid_option(shared_data, nlp, tmp_path):
+    """GROBID cannot run here: a local http.server stands in for it and answers
+    every POST to /api/processFulltextDocument with the stored GROBID TEI of
+    the same PDF (shared/data/paper-pdfs/2020.acl-main.207.tei.xml)."""
+    pdf = shared_data / PDFS / "2020.acl-main.207.pdf"
+    tei = (shared_data / PDFS / "2020.acl-main.207.tei.xml").read_bytes()
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.path, b"%PDF-" in body, self.headers["Content-Type"]))
+            ok = self.path == "/api/processFulltextDocument"
+            self.send_response(200 if ok else 404)
+            self.end_headers()
+            self.wfile.write(tei if ok else b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        doc = read_paper(pdf, nlp, grobid=url)
+        assert doc._.rhetoric_title.startswith("SPECTER")
+        assert doc._.rhetoric_doc_id == "2020.acl-main.207"
+        assert seen[0][0] == "/api/processFulltextDocument" and seen[0][1]
+        assert seen[0][2].startswith("multipart/form-data")
+        with pytest.raises(ReaderError, match="HTTP 404"):
+            read_paper(pdf, nlp, grobid=url + "/wrong")
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(ReaderError, match="not reachable"):
+        read_paper(pdf, nlp, grobid=url)
