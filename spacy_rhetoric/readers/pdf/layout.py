@@ -30,6 +30,7 @@ Everything about what a line *is* (heading, caption, footnote...) is in
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from statistics import median
 from typing import Iterable, List, Optional, Tuple
@@ -82,19 +83,24 @@ class Line:
     kind: str = ""  # set by structure
     tags: dict = field(default_factory=dict)
 
-    @property
+    @cached_property
     def x0(self) -> float:
         return min(g.x0 for g in self.glyphs)
 
-    @property
+    @cached_property
     def x1(self) -> float:
         return max(g.x1 for g in self.glyphs)
 
-    @property
+    @cached_property
     def base(self) -> float:
         """The baseline most of the line's letters sit on."""
         size = self.size
         return median(g.base for g in self.glyphs if abs(g.size - size) < 0.5) if self.glyphs else 0.0
+
+    def reset(self) -> None:
+        """Forget the cached measures (after glyphs were added)."""
+        for name in ("x0", "x1", "base", "size", "bold", "math"):
+            self.__dict__.pop(name, None)
 
     @property
     def top(self) -> float:
@@ -104,19 +110,19 @@ class Line:
     def bottom(self) -> float:
         return self.base + 0.25 * self.size
 
-    @property
+    @cached_property
     def size(self) -> float:
         """The size most of the line's letters have."""
         sizes = [round(g.size, 1) for g in self.glyphs if g.text.strip()] or [round(self.glyphs[0].size, 1)]
         return max(set(sizes), key=sizes.count)
 
-    @property
+    @cached_property
     def bold(self) -> float:
         """Share of the line's letters in a bold font."""
         letters = [g for g in self.glyphs if g.text.isalnum()] or self.glyphs
         return sum(g.bold for g in letters) / len(letters)
 
-    @property
+    @cached_property
     def math(self) -> float:
         letters = [g for g in self.glyphs if g.text.strip()] or self.glyphs
         return sum(g.math for g in letters) / len(letters)
@@ -331,6 +337,7 @@ def _merge_rows(lines: List[Line]) -> List[Line]:
             size = min(prev.size, ln.size)
             if prev.column == ln.column and abs(prev.base - ln.base) < 0.35 * size:
                 prev.glyphs.extend(ln.glyphs)
+                prev.reset()
                 continue
         out.append(ln)
     return out

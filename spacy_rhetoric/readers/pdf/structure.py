@@ -148,6 +148,20 @@ def _is_table_row(line: Line) -> bool:
     return sum(len(c) for c in cells) / len(cells) < 16
 
 
+def _plain_kind(line: Line, geo: "_Geometry") -> str:
+    if line.math > 0.5 and line.x0 > geo.col_left(line) + 1.5 * geo.size:
+        return "formula"
+    return "note" if line.size < 0.9 * geo.size else "body"
+
+
+def _neighbours(lines: List[Line], i: int) -> List[Line]:
+    """The lines before and after ``lines[i]`` in its column."""
+    column = lines[i].column
+    prev = next((ln for ln in reversed(lines[:i]) if ln.column == column), None)
+    nxt = next((ln for ln in lines[i + 1:] if ln.column == column), None)
+    return [ln for ln in (prev, nxt) if ln is not None]
+
+
 def _classify(lines: List[Line], geo: _Geometry, page_no: int) -> None:
     """Set ``line.kind`` on the lines of one page (module docstring)."""
     caption_open: Optional[Line] = None
@@ -168,14 +182,15 @@ def _classify(lines: List[Line], geo: _Geometry, page_no: int) -> None:
                 caption_open = line
                 continue
             caption_open = None
-        if _is_table_row(line):
-            line.kind = "table"
-        elif line.math > 0.5 and line.x0 > geo.col_left(line) + 1.5 * geo.size:
-            line.kind = "formula"
-        elif line.size < 0.9 * geo.size:
-            line.kind = "note"
-        else:
-            line.kind = "body"
+        line.kind = "table" if _is_table_row(line) else _plain_kind(line, geo)
+    # a row with one wide gap and no table or caption next to it is a
+    # justified line of text ("m2 -> m1." after an arrow, "min_count=3,   alpha=0.025,")
+    for i, line in enumerate(lines):
+        if line.kind != "table" or line.gaps != 1:
+            continue
+        near = [ln for ln in _neighbours(lines, i) if abs(ln.base - line.base) < 2.5 * line.size]
+        if not any(ln.kind in ("table", "caption") for ln in near):
+            line.kind = _plain_kind(line, geo)
     # a body line between two table lines of the same column is a table row too
     for i, line in enumerate(lines):
         if line.kind != "body" or line.gaps == 0 and len(line.text.split()) > 6:
