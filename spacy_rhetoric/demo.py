@@ -13,7 +13,7 @@ with it, section by section.
   CL-SciSumm reference papers with weak labels from their tagged sections
   (PMC and CL-SciSumm only when present in the data directory).
 - Encoder: ``encoder_cpu.cfg`` on CSAbstruct.
-- Paper: any file ``read_papers`` reads (GROBID TEI, JATS, S2ORC, text);
+- Paper: any file ``read_papers`` reads (PDF, GROBID TEI, JATS, S2ORC, text);
   by default the GROBID TEI sample ``paper-formats/grobid-tei/N18-3011.tei.xml``
   of the data directory (an ACL paper; the file states no licence, so it is
   not shipped), else the packaged ``assets/sample_paper.txt``.
@@ -251,7 +251,7 @@ def most_similar(sents: List[Any], index: int) -> Tuple[Optional[int], float]:
 
 def read_paper_doc(nlp: Language, paper: Path) -> Doc:
     """One paper file as a Doc with headings (``readers.papers.read_paper``,
-    format by content: GROBID TEI, JATS, S2ORC, plain text)."""
+    format by content: PDF, GROBID TEI, JATS, S2ORC, plain text)."""
     from .readers.papers import read_paper
 
     return read_paper(paper, nlp)

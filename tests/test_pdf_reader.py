@@ -220,3 +220,46 @@ def test_grobid_option(shared_data, nlp, tmp_path):
         server.server_close()
     with pytest.raises(ReaderError, match="not reachable"):
         read_paper(pdf, nlp, grobid=url)
+
+
+@pytest.fixture(scope="module")
+def small_pipeline(tmp_path_factory):
+    """blank + sentencizer + section tagger + classifier, initialized (untrained)."""
+    from spacy.training import Example
+
+    import spacy_rhetoric  # noqa: F401  (factories)
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("rhetoric_section_tagger")
+    nlp.add_pipe("rhetoric_function_classifier")
+    ref = doc_from_sentences(nlp, ["Parsing is important.", "We aim to parse.", "We propose a method.", "It works."],
+                             labels=["background", "objective", "method", "result"])
+    nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
+    path = tmp_path_factory.mktemp("pdf_pipeline") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def test_annotate_and_demo_read_pdfs(tiny_pdf, small_pipeline, tmp_path, capsys):
+    """A folder of PDFs through annotate (a bad one skipped and counted) and
+    the demo's printer."""
+    import json
+
+    from spacy_rhetoric import demo
+    from spacy_rhetoric.annotate import annotate_corpus
+
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "paper.pdf").write_bytes(tiny_pdf.read_bytes())
+    (folder / "broken.pdf").write_bytes(tiny_pdf.read_bytes()[:200])
+    summary = annotate_corpus(small_pipeline, [folder], tmp_path / "out")
+    assert summary["papers"] == 1 and summary["inputs_skipped"] == 1
+    assert "broken.pdf" in summary["skipped"][0]["reason"]
+    records = [json.loads(line) for line in (tmp_path / "out" / "annotations.jsonl").read_text().splitlines()]
+    assert {r["heading"] for r in records} == {"Abstract", "1 Introduction", "2 Method"}
+    assert all(r["label"] for r in records)
+    demo.annotate(spacy.load(small_pipeline), tiny_pdf)
+    out = capsys.readouterr().out
+    assert "== 1 Introduction" in out and "This is the first sentence of the paper" in out
