@@ -263,3 +263,10 @@ def test_annotate_and_demo_read_pdfs(tiny_pdf, small_pipeline, tmp_path, capsys)
     demo.annotate(spacy.load(small_pipeline), tiny_pdf)
     out = capsys.readouterr().out
     assert "== 1 Introduction" in out and "This is the first sentence of the paper" in out
+
+
+def test_backends_agree(tiny_pdf):
+    """PDFium (default) and pdfminer.six glyphs give the same paper."""
+    ours, other = parse_pdf(tiny_pdf), parse_pdf(tiny_pdf, backend="pdfminer")
+    assert [(p.heading, p.text) for p in ours.paragraphs] == [(p.heading, p.text) for p in other.paragraphs]
+    assert ours.title == other.title == "A Tiny Test Paper"

@@ -1,8 +1,11 @@
 """PDF papers (born-digital, with a text layer): one :class:`Paper` per file,
-the same shape the GROBID TEI reader gives, read with pdfminer.six (MIT).
+the same shape the GROBID TEI reader gives.
 
-* ``layout``: glyphs with positions -> spaced lines in reading order (two
-  columns, across pages), ligatures normalised;
+* ``glyphs``: the characters of each page with their boxes, baselines,
+  sizes and fonts, from PDFium (pypdfium2, the default) or pdfminer.six
+  (``backend="pdfminer"``), ligatures normalised;
+* ``layout``: glyphs -> spaced lines in reading order (two columns, across
+  pages);
 * ``structure``: lines -> title, abstract, numbered headings, body
   paragraphs (headers, footers, page and line numbers, footnotes, captions,
   tables and formulas left out), references and acknowledgements as back
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from ..common import ReaderError
 from ..fulltext import Paper, doc_id_from_path
-from .layout import PDFReadError, load_pages
+from .glyphs import PDFReadError, load_pages
 from .structure import build_paper
 
 PDF_MAGIC = b"%PDF-"
@@ -30,14 +33,14 @@ def is_pdf(head: bytes) -> bool:
     return PDF_MAGIC in head[:1024]
 
 
-def parse_pdf(path: Path) -> Paper:
+def parse_pdf(path: Path, *, backend: str = "pdfium") -> Paper:
     path = Path(path)
     with open(path, "rb") as fileh:
         head = fileh.read(1024)
     if not is_pdf(head):
         raise ReaderError(path, None, "not a PDF: no %PDF- header")
     try:
-        pages = load_pages(path)
+        pages = load_pages(path, backend=backend)
     except PDFReadError as exc:
         raise ReaderError(path, None, str(exc)) from None
     if not pages:

@@ -1,23 +1,15 @@
-"""PDF pages -> positioned glyphs -> text lines (pdfminer.six, MIT).
+"""Positioned glyphs (``glyphs``) -> text lines in reading order.
 
-* :func:`load_pages` runs pdfminer's interpreter without its layout analysis
-  (``laparams=None``: about 4x faster, and its word grouping is what glues
-  "Thegoalofthiswork" together in files without space characters). Each
-  character becomes a :class:`Glyph` with its box (y measured from the top of
-  the page), size and font; form XObjects are walked into; rotated glyphs
-  (arXiv side stamps) are left out; ligatures are normalised (NFKC of the
-  ``U+FB00``–``U+FB06`` forms: "ﬁ" -> "fi") and unmapped glyphs
-  (``(cid:N)``) dropped. Thin horizontal rules are kept (footnote
-  separators, table rules).
 * :func:`page_lines` groups the glyphs of one page into :class:`Line` s:
   glyphs follow each other in content-stream order while they stay on the
   same baseline and move right; a gap wider than :data:`SEGMENT_GAP` ems
   splits a line into segments (two columns, table cells), and segments on
   the same baseline in the same column are rejoined afterwards (keeping the
-  count of wide gaps: table rows). Words are spaced from glyph positions: a
-  gap wider than :data:`WORD_GAP` ems is a space, whether or not the file has
-  a space character there. Raised small digits and symbols (footnote marks)
-  are dropped.
+  cells between wide gaps: table rows). Words are spaced from glyph
+  positions: a gap wider than :data:`WORD_GAP` ems is a space, whether or not
+  the file has a space character there. Raised small digits and symbols
+  (footnote marks) are dropped; spacing accents drawn over a letter are put
+  on it ("Erd˝os" -> "Erdős").
 * :func:`order_lines` finds the two columns of a page (the gutter between
   the left column's right edge and the right column's left edge) and sorts
   lines in reading order: full-width lines (title block, wide floats, page
@@ -27,49 +19,17 @@
 Everything about what a line *is* (heading, caption, footnote...) is in
 ``structure``.
 """
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from statistics import median
 from typing import Iterable, List, Optional, Tuple
 
+from .glyphs import Glyph, Page
+
 WORD_GAP = 0.13  # ems: a wider gap between two glyphs is a space
 SEGMENT_GAP = 0.9  # ems: a wider gap splits a line into segments (columns, table cells)
-_CID = re.compile(r"^\(cid:(\d+)\)$")
-_BOLD = re.compile(r"bold|black|heavy|semibold|demi|medi|-b$|\+cmbx|cmbx|\.b$|,bold", re.IGNORECASE)
 _MARKS = set("0123456789*†‡§¶∗,#")
-
-
-@dataclass
-class Glyph:
-    text: str
-    x0: float
-    x1: float
-    top: float
-    bottom: float
-    base: float  # the baseline (y of the glyph origin, from the top of the page)
-    size: float
-    bold: bool
-    math: bool
-
-
-@dataclass
-class Rule:
-    """A thin horizontal line drawn on the page."""
-    x0: float
-    x1: float
-    y: float
-
-
-@dataclass
-class Page:
-    number: int  # from 1
-    width: float
-    height: float
-    glyphs: List[Glyph]
-    rules: List[Rule]
 
 
 @dataclass
@@ -85,11 +45,11 @@ class Line:
 
     @cached_property
     def x0(self) -> float:
-        return min(g.x0 for g in self.glyphs)
+        return min(g.x0 for g in self.glyphs if g.text.strip())
 
     @cached_property
     def x1(self) -> float:
-        return max(g.x1 for g in self.glyphs)
+        return max(g.x1 for g in self.glyphs if g.text.strip())
 
     @cached_property
     def base(self) -> float:
@@ -128,82 +88,6 @@ class Line:
         return sum(g.math for g in letters) / len(letters)
 
 
-class PDFReadError(Exception):
-    """A PDF that cannot be read (the message is the one-line reason)."""
-
-
-def _normalise(text: str) -> str:
-    cid = _CID.match(text)
-    if cid:
-        # an unmapped glyph: TeX fonts without a ToUnicode map (math italic
-        # letters) use ASCII codes for letters and digits; anything else is dropped
-        code = int(cid.group(1))
-        return chr(code) if 48 <= code <= 57 or 65 <= code <= 90 or 97 <= code <= 122 else ""
-    if any("\ufb00" <= c <= "\ufb06" for c in text):
-        text = unicodedata.normalize("NFKC", text)
-    return text
-
-
-def load_pages(path: Path, *, password: str = "") -> List[Page]:
-    """Glyphs and rules of every page; :class:`PDFReadError` for a file that
-    is not a readable PDF (its message says why)."""
-    from pdfminer.converter import PDFPageAggregator
-    from pdfminer.layout import LTChar, LTCurve, LTFigure
-    from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
-    from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
-    from pdfminer.pdfpage import PDFPage, PDFTextExtractionNotAllowed
-    from pdfminer.pdfparser import PDFParser, PDFSyntaxError
-    from pdfminer.psexceptions import PSException
-
-    def walk(objs, out_glyphs, out_rules, height):
-        for obj in objs:
-            if isinstance(obj, LTChar):
-                if not obj.upright:
-                    continue
-                text = _normalise(obj.get_text())
-                if not text:
-                    continue
-                font = obj.fontname or ""
-                out_glyphs.append(Glyph(text, obj.x0, obj.x1, height - obj.y1, height - obj.y0,
-                                        height - obj.matrix[5], obj.size,
-                                        bool(_BOLD.search(font)),
-                                        bool(re.search(r"cmmi|cmsy|cmex|msbm|math|symbol|mt2m|mt2s", font, re.I))))
-            elif isinstance(obj, LTFigure):
-                walk(obj, out_glyphs, out_rules, height)
-            elif isinstance(obj, LTCurve) and obj.height < 2 and obj.width > 10:
-                out_rules.append(Rule(obj.x0, obj.x1, height - (obj.y0 + obj.y1) / 2))
-
-    pages: List[Page] = []
-    try:
-        with open(path, "rb") as fileh:
-            parser = PDFParser(fileh)
-            document = PDFDocument(parser, password=password)
-            if not document.is_extractable:
-                raise PDFReadError("encrypted PDF: text extraction is not allowed")
-            manager = PDFResourceManager(caching=True)
-            device = PDFPageAggregator(manager, laparams=None)
-            interpreter = PDFPageInterpreter(manager, device)
-            for number, pdf_page in enumerate(PDFPage.create_pages(document), 1):
-                interpreter.process_page(pdf_page)
-                layout = device.get_result()
-                glyphs: List[Glyph] = []
-                rules: List[Rule] = []
-                walk(layout, glyphs, rules, layout.height)
-                pages.append(Page(number, layout.width, layout.height, glyphs, rules))
-    except PDFReadError:
-        raise
-    except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
-        raise PDFReadError(f"encrypted PDF (a password is needed): {type(exc).__name__}") from None
-    except PDFTextExtractionNotAllowed:
-        raise PDFReadError("encrypted PDF: text extraction is not allowed") from None
-    except (PDFSyntaxError, PSException) as exc:
-        raise PDFReadError(f"broken or truncated PDF: {exc or type(exc).__name__}") from None
-    except (KeyError, ValueError, TypeError, AttributeError, IndexError, AssertionError) as exc:
-        # pdfminer's answer to some damaged files (missing objects, bad streams)
-        raise PDFReadError(f"broken or truncated PDF: {type(exc).__name__}: {exc}") from None
-    return pages
-
-
 # --------------------------------------------------------------------------
 # Glyphs -> lines
 
@@ -222,8 +106,10 @@ def _is_mark(g: Glyph, main: Glyph) -> bool:
             and all(c in _MARKS for c in g.text))
 
 
-# Spacing accents that TeX draws over a letter as a glyph of their own ("Erd˝os").
-_ACCENTS = {"\u02dd": "\u030b", "\u00a8": "\u0308", "\u00b4": "\u0301", "`": "\u0300", "\u02c6": "\u0302",
+# Accents that TeX draws over a letter as a glyph of their own ("Erd˝os"; PDFium
+# gives the combining mark, out of order).
+_ACCENTS = {**{chr(c): chr(c) for c in range(0x300, 0x370)},  # combining marks as such
+            "\u02dd": "\u030b", "\u00a8": "\u0308", "\u00b4": "\u0301", "`": "\u0300", "\u02c6": "\u0302",
             "\u02dc": "\u0303", "\u00b8": "\u0327", "\u02da": "\u030a", "\u02c7": "\u030c",
             "\u02d8": "\u0306", "\u00af": "\u0304", "\u02d9": "\u0307"}
 
@@ -253,9 +139,9 @@ def _compose_accents(glyphs: List[Glyph]) -> List[Glyph]:
 
 def _segments(glyphs: Iterable[Glyph]) -> List[List[Glyph]]:
     segments: List[List[Glyph]] = []
-    for g in _compose_accents(list(glyphs)):
+    for g in glyphs:
         if not g.text.strip():
-            if segments:
+            if segments and _same_line(segments[-1], g):
                 segments[-1].append(g)  # an explicit space: a word break
             continue
         if segments and _same_line(segments[-1], g):
@@ -290,7 +176,7 @@ def line_text(glyphs: List[Glyph]) -> Tuple[str, List[str]]:
             size = max(g.size, prev.size)
             if gap > SEGMENT_GAP * size:
                 cuts.append(len(parts))
-            if gap > WORD_GAP * size and parts and parts[-1] != " ":
+            if (gap > WORD_GAP * size or g.space) and parts and parts[-1] != " ":
                 parts.append(" ")
         parts.append(g.text)
         prev = g
@@ -356,7 +242,8 @@ def order_lines(page: Page) -> List[Line]:
             ln.column = 1 if ln.x1 <= split + 0.2 * size else 2 if ln.x0 >= split - 0.2 * size else 0
     lines = _merge_rows(lines)
     for ln in lines:
-        ln.glyphs.sort(key=lambda g: g.x0)
+        ln.glyphs = _compose_accents(sorted(ln.glyphs, key=lambda g: g.x0))
+        ln.reset()
         ln.text, ln.cells = line_text(ln.glyphs)
         ln.gaps = len(ln.cells) - 1
     lines = [ln for ln in lines if ln.text]
