@@ -172,7 +172,7 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
             width, height = page.get_size()
             textpage = page.get_textpage()
             handle = textpage.raw
-            fonts: Dict[int, tuple] = {}  # per text object: bold, math, upright
+            fonts: Dict[int, tuple] = {}  # per text object: bold, math, upright, baseline offset, size
             glyphs: List[Glyph] = []
             gap = False
             for i in range(raw.FPDFText_CountChars(handle)):
@@ -193,16 +193,18 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
                     fontname = name.value.decode("latin-1", "replace")
                     angle = raw.FPDFText_GetCharAngle(handle, i)
                     upright = angle < 0.01 or abs(angle - 2 * math.pi) < 0.01
-                    font = fonts[obj] = (bool(_BOLD.search(fontname)), bool(_MATH.search(fontname)), upright)
+                    raw.FPDFText_GetCharOrigin(handle, i, ctypes.byref(ox), ctypes.byref(oy))
+                    font = fonts[obj] = (bool(_BOLD.search(fontname)), bool(_MATH.search(fontname)), upright,
+                                         oy.value - rect.bottom,  # baseline above the box's bottom
+                                         raw.FPDFText_GetFontSize(handle, i))
                 if not font[2]:
                     continue
-                raw.FPDFText_GetCharOrigin(handle, i, ctypes.byref(ox), ctypes.byref(oy))
                 last = glyphs[-1] if glyphs else None
                 if last is not None and abs(last.x0 - rect.left) < 0.01 and abs(last.x1 - rect.right) < 0.01:
                     last.text += text  # PDFium spells a ligature out in characters with one box ("f", "i")
                     continue
                 glyphs.append(Glyph(text, rect.left, rect.right, height - rect.top, height - rect.bottom,
-                                    height - oy.value, raw.FPDFText_GetFontSize(handle, i), font[0], font[1], gap))
+                                    height - rect.bottom - font[3], font[4], font[0], font[1], gap))
                 gap = False
             textpage.close()
             page.close()

@@ -197,7 +197,7 @@ def page_lines(page: Page) -> List[Line]:
 
 def column_split(lines: List[Line], width: float) -> Optional[float]:
     """x of the gutter of a two-column page, None for one column."""
-    wide = [ln for ln in lines if ln.x1 - ln.x0 > 0.2 * width and not ln.text.isdigit()]
+    wide = [ln for ln in lines if ln.x1 - ln.x0 > 0.2 * width and not all(g.text.isdigit() for g in ln.glyphs)]
     if len(wide) < 4:
         return None
     mid = width / 2
@@ -233,8 +233,6 @@ def order_lines(page: Page) -> List[Line]:
     """The page's lines in reading order, each with its text, gaps and
     column (see the module docstring)."""
     lines = page_lines(page)
-    for ln in lines:
-        ln.text, ln.cells = line_text(ln.glyphs)
     split = column_split(lines, page.width)
     if split is not None:
         for ln in lines:
