@@ -173,6 +173,7 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
     loose_box = _prototype(raw.FPDFText_GetLooseCharBox, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
     rect = raw.FS_RECTF()
     rect_ref = ctypes.byref(rect)
+    styles: Dict[str, tuple] = {}  # font name -> bold, math
     ox, oy = ctypes.c_double(), ctypes.c_double()
     name = ctypes.create_string_buffer(256)
     flags = ctypes.c_int()
@@ -204,7 +205,10 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
                     angle = raw.FPDFText_GetCharAngle(handle, i)
                     upright = angle < 0.01 or abs(angle - 2 * math.pi) < 0.01
                     raw.FPDFText_GetCharOrigin(handle, i, ctypes.byref(ox), ctypes.byref(oy))
-                    font = fonts[obj] = (bool(_BOLD.search(fontname)), bool(_MATH.search(fontname)), upright,
+                    style = styles.get(fontname)
+                    if style is None:
+                        style = styles[fontname] = (bool(_BOLD.search(fontname)), bool(_MATH.search(fontname)))
+                    font = fonts[obj] = (style[0], style[1], upright,
                                          oy.value - rect.bottom,  # baseline above the box's bottom
                                          raw.FPDFText_GetFontSize(handle, i))
                 if not font[2]:

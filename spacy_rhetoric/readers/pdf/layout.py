@@ -22,7 +22,6 @@ Everything about what a line *is* (heading, caption, footnote...) is in
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
-from statistics import median
 from typing import Iterable, List, Optional, Tuple
 
 from .glyphs import Glyph, Page
@@ -55,7 +54,11 @@ class Line:
     def base(self) -> float:
         """The baseline most of the line's letters sit on."""
         size = self.size
-        return median(g.base for g in self.glyphs if abs(g.size - size) < 0.5) if self.glyphs else 0.0
+        values = sorted(g.base for g in self.glyphs if abs(g.size - size) < 0.5)
+        if not values:
+            return 0.0
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2  # the median
 
     def reset(self) -> None:
         """Forget the cached measures (after glyphs were added)."""

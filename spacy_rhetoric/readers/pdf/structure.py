@@ -94,7 +94,8 @@ class _Geometry:
                 self.left[(page.number, column)] = sorted(ln.x0 for ln in source)[int(0.1 * (len(source) - 1))]
                 self.right[(page.number, column)] = sorted(ln.x1 for ln in source)[int(0.8 * (len(source) - 1))]
         widths = [ln.x1 - ln.x0 for ln in body]
-        wide = [ln for ln in body if widths and ln.x1 - ln.x0 > 0.5 * median(widths) and not ln.text.isdigit()]
+        half = 0.5 * median(widths) if widths else 0.0
+        wide = [ln for ln in body if ln.x1 - ln.x0 > half and not ln.text.isdigit()]
         self.top = min((ln.top for ln in wide), default=0.0)
         self.bottom = max((ln.bottom for ln in wide), default=1e9)
 
