@@ -20,6 +20,8 @@ in one run:
 * title and abstract: normalised title equal; abstract sentences of ours
   found in GROBID's abstract and GROBID's found in ours (GROBID's missed
   ones are listed);
+* references: entries under "References" against GROBID's bibliography
+  entries (``listBibl/biblStruct``);
 * glued-word share: runs of letters longer than 25 among all runs of letters
   of the body text;
 * unknown-word share: body words (letters only, 3+) that never occur in the
@@ -191,6 +193,7 @@ def tei_reference(path: Path, nlp) -> dict:
         "notes": [n for n in notes if len(n) >= 15],
         "captions": [c for c in captions if len(c) >= 15],
         "bib_titles": [t for t in bib_titles if len(t) >= 25],
+        "n_references": len(root.findall(f".//{NS}listBibl/{NS}biblStruct")),
         "vocab": set(re.findall(r"[^\W\d_]+", unicodedata.normalize("NFKC", "".join(root.itertext())).lower())),
     }
 
@@ -286,6 +289,8 @@ def score(nlp, name: str, read: Callable[[Path], Paper], pdf: Path, ref: dict, n
         "numbered_headings": f"{hits}/{len(ref['heads'])}",
         "headings_missed": missed,
         "title_right": (norm(paper.title or "") == norm(ref["title"])) if structured else None,
+        "references": (f"{sum(p.heading == 'References' for p in paper.paragraphs)}/{ref['n_references']}"
+                       if structured else None),
         "abstract_sentences": None if not structured else
         f"{sum(norm(s) in norm(' '.join(ref_abstract)) for s in ours_abstract)}/{len(ours_abstract)} ours in "
         f"GROBID's, {sum(norm(s) in norm(' '.join(ours_abstract)) for s in ref_abstract)}/{len(ref_abstract)} "
@@ -318,7 +323,7 @@ def main() -> None:
                 continue
             rows.append(score(nlp, name, read, pdf, ref, n_pages))
     brief = ("pdf", "reader", "recall", "precision", "recall_citations_aside", "precision_citations_aside",
-             "numbered_headings", "title_right", "abstract_sentences",
+             "numbered_headings", "title_right", "abstract_sentences", "references",
              "glued_share", "unknown_word_share", "pages_per_s")
     print("| " + " | ".join(brief) + " | offenders |")
     print("|" + " --- |" * (len(brief) + 1))

@@ -332,9 +332,12 @@ def build_paper(pages: List[Page], doc_id: str) -> Paper:
                 continue
             if mode == "front":
                 continue
-            if mode in ("abstract", "references"):
-                if line.kind in ("caption", "table", "formula") or (mode == "references" and line.kind == "note"
-                                                                    and line.size < 0.7 * geo.size):
+            if mode == "abstract":
+                if line.kind in ("caption", "table", "formula"):
+                    continue
+            elif mode == "references":
+                # entries are in a small font and their justified lines can look like table rows
+                if line.kind == "caption" or line.kind == "note" and line.size < 0.7 * geo.size:
                     continue
             elif line.kind != "body":
                 continue
