@@ -34,7 +34,7 @@ def make_pdf(pages, width=612, height=792) -> bytes:
                b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>"]
     kids = []
     for runs in pages:
-        stream = b"".join(f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm [{pieces}] TJ ET\n".encode("latin-1")
+        stream = b"".join(f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm [{pieces}] TJ ET\n".encode("cp1252")  # WinAnsiEncoding
                           for font, size, x, y, pieces in runs)
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
         content = len(objects)
@@ -270,3 +270,28 @@ def test_backends_agree(tiny_pdf):
     ours, other = parse_pdf(tiny_pdf), parse_pdf(tiny_pdf, backend="pdfminer")
     assert [(p.heading, p.text) for p in ours.paragraphs] == [(p.heading, p.text) for p in other.paragraphs]
     assert ours.title == other.title == "A Tiny Test Paper"
+
+
+def test_one_column_run_in_abstract_footnote(tmp_path, nlp):
+    """One column: lines read top to bottom, a run-in "Abstract—", an indented
+    second paragraph, a footnote in a small font and a page number left out."""
+    lines = ["The first paragraph starts here and runs over the whole width of the page",
+             "so that it is one column of text and not two columns side by side at all.",
+             "Its second sentence ends the paragraph here."]
+    page = [("F2", 16, 150, 740, words("One Column Paper")),
+            ("F1", 10, 72, 700, words("Abstract—We read one column. It works.")),
+            ("F2", 12, 72, 660, "(1) -1000 (Introduction)"),
+            *body_lines(72, 640, lines),
+            ("F1", 10, 90, 604, words("A second paragraph is indented and it runs over the width of the page")),
+            ("F1", 10, 72, 592, words("as well, to the very end.")),
+            ("F1", 7, 72, 100, words("1 A footnote in a small font.")),
+            ("F1", 10, 300, 40, "(3)")]
+    path = tmp_path / "one.pdf"
+    path.write_bytes(make_pdf([page]))
+    doc = read_paper(path, nlp)
+    assert doc._.rhetoric_title == "One Column Paper"
+    sents = [(s._.rhetoric_heading, s._.rhetoric_paragraph, s.text) for s in doc.sents]
+    assert sents[:2] == [("Abstract", 0, "We read one column."), ("Abstract", 0, "It works.")]
+    assert sents[2] == ("1 Introduction", 1, " ".join(lines[:2]))
+    assert sents[-1][:2] == ("1 Introduction", 2) and sents[-1][2].endswith("to the very end.")
+    assert "footnote" not in doc.text and not re.search(r"\b3\b", doc.text)

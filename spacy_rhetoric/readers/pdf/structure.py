@@ -51,6 +51,7 @@ _NAMED = re.compile(
     r"^(abstract|acknowledge?ments?|references|bibliography|appendix|appendices|"
     r"supplementary material|limitations|ethics statement|ethical considerations|broader impact)\b",
     re.IGNORECASE)
+_RUN_IN_ABSTRACT = re.compile(r"^abstract\s*[—–:.-]\s*(?=\S)", re.IGNORECASE)
 _BACK = re.compile(r"^(acknowledge?ments?|funding)\b", re.IGNORECASE)
 _REFS = re.compile(r"^(references|bibliography|literature cited)\s*$", re.IGNORECASE)
 _CAPTION = re.compile(r"^(figure|fig\.|table|tab\.|algorithm|listing)\s*[0-9IVX]+[a-z]?\s*[:.|]", re.IGNORECASE)
@@ -300,8 +301,18 @@ def build_paper(pages: List[Page], doc_id: str) -> Paper:
     after_refs = False
     prev: Optional[Line] = None
     for page_lines in lines:
+        if mode == "front" and page_lines is not lines[0]:
+            mode = "body"  # no heading on the first page: the rest is text
         for line in page_lines:
             if line in title_lines or line.kind == "margin":
+                continue
+            run_in = _RUN_IN_ABSTRACT.match(line.text) if mode == "front" and line.kind == "body" else None
+            if run_in:  # "Abstract—We ..." (IEEE), "Abstract. We ..." (Springer)
+                mode = "abstract"
+                builder.start(ABSTRACT)
+                line.text = line.text[run_in.end():]
+                builder.add(line, None)
+                prev = line
                 continue
             found = _heading(line, geo, after_refs) if line.kind == "body" else None
             if found is not None:
