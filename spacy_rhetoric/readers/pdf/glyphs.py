@@ -38,7 +38,7 @@ class Glyph:
     top: float
     bottom: float
     base: float  # the baseline (y of the glyph origin, from the top of the page)
-    size: float
+    size: float  # points, to 0.1
     bold: bool
     math: bool
     space: bool = False  # the engine saw a word gap before this glyph (PDFium's generated space)
@@ -100,7 +100,7 @@ def load_pages_pdfminer(path: Path, *, password: str = "") -> List[Page]:
                     continue
                 font = obj.fontname or ""
                 out_glyphs.append(Glyph(text, obj.x0, obj.x1, height - obj.y1, height - obj.y0,
-                                        height - obj.matrix[5], obj.size, bool(_BOLD.search(font)),
+                                        height - obj.matrix[5], round(obj.size, 1), bool(_BOLD.search(font)),
                                         bool(_MATH.search(font))))
             elif isinstance(obj, LTFigure):
                 walk(obj, out_glyphs, out_rules, height)
@@ -210,7 +210,7 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
                         style = styles[fontname] = (bool(_BOLD.search(fontname)), bool(_MATH.search(fontname)))
                     font = fonts[obj] = (style[0], style[1], upright,
                                          oy.value - rect.bottom,  # baseline above the box's bottom
-                                         raw.FPDFText_GetFontSize(handle, i))
+                                         round(raw.FPDFText_GetFontSize(handle, i), 1))
                 if not font[2]:
                     continue
                 last = glyphs[-1] if glyphs else None

@@ -76,7 +76,7 @@ class Line:
     @cached_property
     def size(self) -> float:
         """The size most of the line's letters have."""
-        sizes = [round(g.size, 1) for g in self.glyphs if g.text.strip()] or [round(self.glyphs[0].size, 1)]
+        sizes = [g.size for g in self.glyphs if g.text.strip()] or [self.glyphs[0].size]
         return max(set(sizes), key=sizes.count)
 
     @cached_property

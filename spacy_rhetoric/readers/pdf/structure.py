@@ -78,7 +78,7 @@ class _Geometry:
         for page in pages:
             for g in page.glyphs:
                 if g.text.isalnum():
-                    sizes[round(g.size, 1)] += 1
+                    sizes[g.size] += 1
         self.size = sizes.most_common(1)[0][0] if sizes else 10.0
         body = [ln for page_lines in lines for ln in page_lines if self.is_body_size(ln)]
         self.left: Dict[Tuple[int, int], float] = {}
