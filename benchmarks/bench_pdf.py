@@ -32,6 +32,9 @@ in one run:
   have and that hold a caption start ("Figure 2:"), the start of a GROBID
   footnote or caption, a reference entry (a title of GROBID's bibliography
   after "2018. "), a printed page number or the first page's running footer;
+* left out (our reader): the lines of pages 1-3 kept out of the body, by
+  kind (margin: headers, footers, page numbers; caption; table; note:
+  footnotes and other small print; formula), listed in the JSON;
 * "citations aside": recall and precision again with author-year citations
   taken out of both texts first (GROBID 0.6.1 drops some citation text:
   "(Tu et al., 2017;)", "See and for more details"); the unmatched and missed
@@ -242,6 +245,21 @@ def offenders(body: List[str], ref: dict, page_numbers: List[str], footers: List
     return out
 
 
+def left_out(pdf: Path, n_pages: int, backend: str) -> Dict[str, List[str]]:
+    """The lines of the first pages that our reader keeps out of the body,
+    by kind (margin, caption, table, note, formula)."""
+    from spacy_rhetoric.readers.pdf.glyphs import load_pages
+    from spacy_rhetoric.readers.pdf.structure import classify_lines
+
+    lines, _ = classify_lines(load_pages(pdf, backend=backend))
+    out: Dict[str, List[str]] = {}
+    for page_lines in lines[:n_pages]:
+        for line in page_lines:
+            if line.kind != "body":
+                out.setdefault(line.kind, []).append(line.text[:80])
+    return out
+
+
 def printed_margins(path: Path) -> Tuple[List[str], List[str]]:
     """Page numbers and venue lines of the file (pypdf's first/last lines of
     each page that are digits only / the first page's footer lines)."""
@@ -301,6 +319,7 @@ def score(nlp, name: str, read: Callable[[Path], Paper], pdf: Path, ref: dict, n
         "pages_per_s": round(n_pages / statistics.median(times), 1),
     }
     if structured:
+        row["left_out_first_3_pages"] = left_out(pdf, 3, backend="pdfminer" if read is read_ours_pdfminer else "pdfium")
         row["offenders"] = offenders(body, ref, numbers, footers)
         row["unmatched_sentences"] = [s[:120] for s in body if norm_nocite(s) not in ref["body_nocite"]]
         row["missed_sentences"] = [s[:120] for s in ref["body"] if norm_nocite(s) not in ours_nocite]
@@ -335,6 +354,7 @@ def main() -> None:
                   f"{row['abstract_missed']}; offenders:")
             for item in row["offenders"]:
                 print("  ", item)
+            print("  left out of the body on pages 1-3:", {k: len(v) for k, v in row["left_out_first_3_pages"].items()})
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")

@@ -284,11 +284,18 @@ def _title(lines: List[Line], page: Page) -> Tuple[Optional[str], List[Line]]:
     return norm_space(" ".join(ln.text for ln in chosen)), chosen
 
 
-def build_paper(pages: List[Page], doc_id: str) -> Paper:
+def classify_lines(pages: List[Page]) -> Tuple[List[List[Line]], "_Geometry"]:
+    """Each page's lines in reading order with their ``kind`` set (module
+    docstring), and the paper's geometry."""
     lines = [order_lines(page) for page in pages]
     geo = _Geometry(pages, lines)
     for page, page_lines in zip(pages, lines):
         _classify(page_lines, geo, page.number)
+    return lines, geo
+
+
+def build_paper(pages: List[Page], doc_id: str) -> Paper:
+    lines, geo = classify_lines(pages)
     words = set()
     for page_lines in lines:
         for line in page_lines:
