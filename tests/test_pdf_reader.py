@@ -215,6 +215,16 @@ def test_grobid_option(shared_data, nlp, tmp_path):
         assert seen[0][2].startswith("multipart/form-data")
         with pytest.raises(ReaderError, match="HTTP 404"):
             read_paper(pdf, nlp, grobid=url + "/wrong")
+        from spacy.tokens import DocBin
+
+        from spacy_rhetoric.cli.convert import convert_corpus
+
+        stats = convert_corpus("pdf", pdf.parent, tmp_path / "out.spacy", grobid=url)
+        docs = list(DocBin(store_user_data=True).from_disk(tmp_path / "out.spacy").get_docs(nlp.vocab))
+        assert stats.docs == 2 and len(seen) == 4  # both PDFs of the folder went to the server
+        # the stand-in answers SPECTER's TEI for N18-3011.pdf too: its title shows the TEI was read
+        assert [d._.rhetoric_title.split(":")[0] for d in docs] == ["SPECTER", "SPECTER"]
+        assert sorted(d._.rhetoric_doc_id for d in docs) == ["2020.acl-main.207", "N18-3011"]
     finally:
         server.shutdown()
         server.server_close()
