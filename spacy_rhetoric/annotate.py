@@ -1,7 +1,7 @@
 """Annotate papers with a trained pipeline (``spacy-rhetoric annotate``).
 
 Runs a pipeline over paper files in any format the paper readers know
-(``readers.papers``: GROBID TEI, JATS, S2ORC, text, CL-SciSumm XML; detected
+(``readers.papers``: GROBID TEI, JATS, S2ORC, text, PDF, CL-SciSumm XML; detected
 by content unless ``fmt`` says) and ``.spacy`` DocBins, and writes one JSONL
 record per sentence (:func:`sentence_records`) and, with ``spacy=True``, the
 annotated Docs.
