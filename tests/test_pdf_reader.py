@@ -305,3 +305,33 @@ def test_one_column_run_in_abstract_footnote(tmp_path, nlp):
     assert sents[2] == ("1 Introduction", 1, " ".join(lines[:2]))
     assert sents[-1][:2] == ("1 Introduction", 2) and sents[-1][2].endswith("to the very end.")
     assert "footnote" not in doc.text and not re.search(r"\b3\b", doc.text)
+
+
+@pytest.mark.parametrize("stem,tei", [("N18-3011", "paper-formats/grobid-tei/N18-3011.tei.xml"),
+                                      ("2020.acl-main.207", "paper-pdfs/2020.acl-main.207.tei.xml")])
+def test_real_pdf_against_grobid_tei(shared_data, nlp, stem, tei):
+    """The Doc of a PDF has the shape of the TEI reader's Doc of the same
+    paper, and (letters only) nearly the same body sentences:
+    benchmarks/bench_pdf.py measures 0.90-0.95; a regression below 0.88 fails."""
+    import unicodedata
+
+    def key(text):
+        return re.sub(r"[^a-z]", "", unicodedata.normalize("NFKD", text).lower())
+
+    def body(doc):
+        return [s.text for s in doc.sents if s._.rhetoric_heading not in ("Abstract", "References", "Acknowledgements",
+                                                                          "Acknowledgments") and len(key(s.text)) >= 20]
+
+    ours = read_paper(shared_data / PDFS / f"{stem}.pdf", nlp)
+    gold = read_paper(shared_data / tei, nlp)
+    assert key(ours._.rhetoric_title) == key(gold._.rhetoric_title)
+    assert ours._.rhetoric_doc_id == gold._.rhetoric_doc_id == stem
+    assert next(ours.sents).text == next(gold.sents).text  # the abstract's first sentence
+    ours_body, gold_body = body(ours), body(gold)
+    ours_text, gold_text = "".join(map(key, ours_body)), "".join(map(key, gold_body))
+    recall = sum(key(s) in ours_text for s in gold_body) / len(gold_body)
+    precision = sum(key(s) in gold_text for s in ours_body) / len(ours_body)
+    assert recall >= 0.88 and precision >= 0.88, (recall, precision)
+    numbered = {h for h in (s._.rhetoric_heading for s in gold.sents) if h and h[0].isdigit()}
+    found = numbered & {s._.rhetoric_heading for s in ours.sents}
+    assert len(numbered) >= 12 and len(found) >= 0.8 * len(numbered), (found, numbered)
