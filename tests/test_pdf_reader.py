@@ -335,3 +335,15 @@ def test_real_pdf_against_grobid_tei(shared_data, nlp, stem, tei):
     numbered = {h for h in (s._.rhetoric_heading for s in gold.sents) if h and h[0].isdigit()}
     found = numbered & {s._.rhetoric_heading for s in ours.sents}
     assert len(numbered) >= 12 and len(found) >= 0.8 * len(numbered), (found, numbered)
+
+
+def test_rotated_pages(tiny_pdf, tmp_path):
+    """Pages with /Rotate 90 (shown in landscape) read as the upright file."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for page in PdfReader(tiny_pdf).pages:
+        writer.add_page(page.rotate(90))
+    writer.write(tmp_path / "rotated.pdf")
+    rotated, upright = parse_pdf(tmp_path / "rotated.pdf"), parse_pdf(tiny_pdf)
+    assert [(p.heading, p.text) for p in rotated.paragraphs] == [(p.heading, p.text) for p in upright.paragraphs]

@@ -181,6 +181,8 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
         for number in range(1, len(document) + 1):
             page = document[number - 1]
             width, height = page.get_size()
+            if page.get_rotation() in (90, 270):  # the size as shown; glyph boxes are in the page's own space
+                width, height = height, width
             textpage = page.get_textpage()
             handle = textpage.raw
             fonts: Dict[int, tuple] = {}  # per text object: bold, math, upright, baseline offset, size
