@@ -32,6 +32,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
@@ -322,6 +323,7 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
     if paper is None:
         paper = data.paper if data.paper is not None else sample_paper()
     paper = check_input(paper, what="paper")
+    read_paper_doc(spacy.blank("en"), paper)  # a paper that cannot be read fails now, not after training
     inputs = data.inputs() + [paper]
     check_output(output, what="demo output directory", inputs=inputs, dir_ok=True)
     pipeline_dir = check_pipeline_output(output / "pipeline", inputs=inputs)
