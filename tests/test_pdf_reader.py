@@ -347,3 +347,19 @@ def test_rotated_pages(tiny_pdf, tmp_path):
     writer.write(tmp_path / "rotated.pdf")
     rotated, upright = parse_pdf(tmp_path / "rotated.pdf"), parse_pdf(tiny_pdf)
     assert [(p.heading, p.text) for p in rotated.paragraphs] == [(p.heading, p.text) for p in upright.paragraphs]
+
+
+def test_line_numbers_of_review_copies(tmp_path, nlp):
+    """Line numbers left of the left column and right of the right column
+    (ACL review style) are left out; the text reads as without them."""
+    left = [f"Sentence {w} of the left column is here and it" for w in "one two three four five six".split()]
+    right = [f"and sentence {w} of the right column goes on" for w in "one two three four five six".split()]
+    runs = [("F2", 12, 72, 700, "(1) -1000 (Introduction)"), *body_lines(72, 680, left), *body_lines(320, 680, right)]
+    # numbered line slots run past the text, as in a review copy
+    numbered = runs + [("F1", 7, 50, 680 - 12 * i, f"({100 + i:03d})") for i in range(12)] + \
+        [("F1", 7, 545, 680 - 12 * i, f"({200 + i:03d})") for i in range(12)]
+    plain, review = tmp_path / "plain.pdf", tmp_path / "review.pdf"
+    plain.write_bytes(make_pdf([runs, runs]))
+    review.write_bytes(make_pdf([numbered, numbered]))
+    expected = read_paper(plain, nlp).text
+    assert read_paper(review, nlp).text == expected and "Sentence one" in expected

@@ -188,10 +188,20 @@ def line_text(glyphs: List[Glyph]) -> Tuple[str, List[str]]:
     return "".join(parts).strip(), [c for c in cells if c]
 
 
+LINE_NUMBERS = 10  # digit-only segments at one x, at least this many on a page: line numbers
+
+
 def page_lines(page: Page) -> List[Line]:
     """Lines of one page (unordered segments rejoined per column by
-    :func:`order_lines`)."""
-    return [Line(page.number, seg) for seg in _segments(page.glyphs)]
+    :func:`order_lines`), without the line numbers of review copies (a
+    column of digit-only segments at one x, :data:`LINE_NUMBERS` or more)."""
+    segments = _segments(page.glyphs)
+    numbers: dict = {}
+    for i, seg in enumerate(segments):
+        if len(seg) <= 4 and all(g.text.isdigit() for g in seg):
+            numbers.setdefault(round(seg[0].x0 / 4), []).append(i)
+    drop = {i for column in numbers.values() if len(column) >= LINE_NUMBERS for i in column}
+    return [Line(page.number, seg) for i, seg in enumerate(segments) if i not in drop]
 
 
 # --------------------------------------------------------------------------
