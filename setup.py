@@ -22,6 +22,7 @@ INSTALL_REQUIRES = [
     "faiss-cpu",
     "matplotlib",
     "pypdfium2>=4.30",  # BSD-3/Apache-2.0 (PDFium): glyphs of the PDF reader (readers/pdf), chosen by benchmarks/bench_pdf.py
+    "defusedxml>=0.7",  # every XML reader (readers.fulltext.parse_xml_data)
 ]
 EXTRAS = {
     "distributed": ["dask[distributed]"],
@@ -71,6 +72,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.PaperCorpus.v1 = spacy_rhetoric.readers.corpora:paper_corpus",
         "spacy_rhetoric.SentenceCorpus.v1 = spacy_rhetoric.readers.corpora:sentence_corpus",
         "spacy_rhetoric.SectionLabelCorpus.v1 = spacy_rhetoric.readers.section_labels:section_label_corpus",
+        "spacy_rhetoric.SectionLabelCorpus.v2 = spacy_rhetoric.readers.section_labels:section_label_corpus_v2",
     ],
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",

@@ -35,14 +35,20 @@ def main(
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory with project.yml"),
     copy: bool = typer.Option(False, "--copy", help="Copy instead of symlinking"),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Do not fail on assets missing from the mirror"),
+    env_mirror: str = typer.Option("", "--env-mirror", help="The mirror named by $SPACY_RHETORIC_DATA "
+                                   "(project.yml env section); when not empty it is used instead of MIRROR"),
 ) -> None:
-    """Link or copy project assets from MIRROR into assets/data/."""
+    """Link or copy project assets from MIRROR (or --env-mirror, when set)
+    into assets/data/."""
+    if env_mirror.strip():
+        mirror = Path(env_mirror.strip())
     project_file = project_dir / "project.yml"
     if not project_file.exists():
         msg.fail(f"No project.yml in {project_dir}", exits=1)
     if not mirror.is_dir():
-        msg.fail(f"Data mirror {mirror} does not exist",
-                 "Run `spacy project assets` on a machine with network access instead.", exits=1)
+        msg.fail(f"Data mirror {mirror} does not exist" + (" ($SPACY_RHETORIC_DATA)" if env_mirror.strip() else ""),
+                 "Set SPACY_RHETORIC_DATA to the data directory, pass --vars.data_mirror DIR, or run "
+                 "`spacy project assets` on a machine with network access instead.", exits=1)
     assets = srsly.read_yaml(project_file).get("assets", [])
     missing: List[str] = []
     bad: List[str] = []

@@ -11,9 +11,10 @@ Papers may be given as
   sids and sections) are kept as the sentence boundaries;
 * ``.spacy`` DocBin: the Doc(s) of the file, their sentence boundaries kept
   (several Docs are concatenated into one paper);
-* plain text (any other suffix): split into sentences by the pipeline's own
-  sentence splitter (sentencizer/senter/parser), or one sentence per
-  non-empty line with ``lines=True``;
+* plain text (any other suffix): read as ``convert text`` reads it
+  (``readers.papers.read_paper``: paragraphs, headings, sentences split by
+  the readers' one splitter, which never splits after "et al." or "Fig."),
+  or one sentence per non-empty line with ``lines=True``;
 * an already built ``Doc``.
 """
 from dataclasses import asdict, dataclass
@@ -102,12 +103,14 @@ def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) ->
         if not sentences:
             raise AlignmentError(f"{path}: no non-empty lines")
         return doc_from_sentences(nlp, sentences, doc_id=path.stem)
-    text = " ".join(text.split())
-    if not text:
+    if not text.strip():
         raise AlignmentError(f"{path}: empty text")
-    doc = nlp.make_doc(text)
-    ext.set_doc_value(doc, ext.DOC_ID, path.stem)
-    return doc
+    from .readers.papers import read_paper as read_text_paper
+
+    try:
+        return read_text_paper(path, nlp, fmt="text", doc_id=path.stem)
+    except ReaderError as err:
+        raise AlignmentError(str(err)) from err
 
 
 def check_pipeline(nlp: Language) -> None:

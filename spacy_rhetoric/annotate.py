@@ -43,9 +43,12 @@ from .corpus_builder.inputs import InputFile, discover_inputs
 from .corpus_builder.runners import OnShard, dask_tasks, stream_inputs
 from .corpus_builder.settings import (
     ANNOTATION_FILES,
+    SUMMARY_FILE,
     CorpusBuildError,
+    check_build_dir,
     import_code,
     prepare_output_dir,
+    remove_failed_build,
 )
 from .corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
 from .io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
@@ -97,15 +100,20 @@ def expected_files(fmt: str) -> str:
     return ", ".join(EXTENSIONS.get(fmt, (".spacy",))) + f" ({fmt})"
 
 
-def read_docs(inp: InputFile, nlp: Language, grobid: Optional[str] = None) -> List[Doc]:
+def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None,
+              grobid: Optional[str] = None) -> List[Doc]:
     """The Docs of one input in ``nlp``'s vocab, every sentence start preset.
-    Raises ReaderError/OSError for an unusable input. ``grobid``: a GROBID
-    server's URL that PDFs are sent to."""
+    ``doc_id``: the paper's id (``readers.papers.paper_ids``; a DocBin's Docs
+    without an id get ``<doc_id>:<i>``). ``grobid``: a GROBID server's URL
+    that PDFs are sent to. Raises ReaderError/OSError for an unusable input."""
     from .readers.fulltext import sentence_splitter
     from .readers.papers import read_paper
 
+    if doc_id is None:
+        doc_id = inp.path.stem
     if inp.kind != "spacy":
-        return [read_paper(inp.path, nlp, fmt=inp.kind, grobid=grobid)]
+        return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id, grobid=grobid)]
+    doc_id = doc_id[:-len(".spacy")] if doc_id.lower().endswith(".spacy") else doc_id
     try:
         docs = list(DocBin(store_user_data=True).from_disk(inp.path).get_docs(nlp.vocab))
     except Exception as err:  # noqa: BLE001 - name the file
@@ -117,15 +125,15 @@ def read_docs(inp: InputFile, nlp: Language, grobid: Optional[str] = None) -> Li
     for i, doc in enumerate(docs):
         fill(doc)
         if ext.get_doc_value(doc, ext.DOC_ID) is None:
-            ext.set_doc_value(doc, ext.DOC_ID, f"{inp.path.stem}:{i}")
+            ext.set_doc_value(doc, ext.DOC_ID, f"{doc_id}:{i}")
     return docs
 
 
 def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any,
-          grobid: Optional[str] = None) -> Optional[List[Doc]]:
+          doc_id: Optional[str] = None, grobid: Optional[str] = None) -> Optional[List[Doc]]:
     """``read_docs``, or None with the reason recorded (skip and count)."""
     try:
-        return read_docs(inp, nlp, grobid)
+        return read_docs(inp, nlp, doc_id, grobid)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
     skipped.append({"input": inp.key, "reason": reason})
@@ -141,7 +149,9 @@ def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]
     text``), the classifier's label and scores, the fine classifier's, the
     phrase labeler's label and evidence n-gram; None where a component is
     absent or gave nothing (whitespace-only sentences). The written records
-    also carry ``input``, the key (path) of the file the paper came from."""
+    also carry ``input``, the key (path relative to the folder given) of the
+    file the paper came from; paper ids are unique in the corpus
+    (``readers.papers.paper_ids``)."""
     paper_id = ext.get_doc_value(doc, ext.DOC_ID)
     records = []
     for i, sent in enumerate(doc.sents):
@@ -270,7 +280,7 @@ def output_paths(out_dir: Path) -> Dict[str, Path]:
 
 def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir: Path, *, fmt: str,
                         jsonl: bool, spacy: bool, code: Optional[PathLike], n_process: int, batch_size: int,
-                        workers: int) -> None:
+                        workers: int, force: bool = False) -> None:
     """Every argument and path, checked before any work (``PathError`` or
     ``CorpusBuildError`` naming what is wrong)."""
     if not inputs:
@@ -283,10 +293,13 @@ def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir:
         check_input(path, what="input", dir_ok=True)
     if Path(pipeline).exists():
         check_input(pipeline, what="pipeline", dir_ok=True, file_ok=False)
-    check_output(out_dir, what="output directory", inputs=[*inputs, pipeline], dir_ok=True)
+    # an output folder inside a corpus folder is allowed (its files are never read back), not
+    # inside the pipeline
+    check_output(out_dir, what="output directory", inputs=[*inputs, pipeline], dir_ok=True, inside_ok=inputs)
     for what, path in output_paths(out_dir).items():
         if path.is_dir():
             raise CorpusBuildError(f"{what} {path} is an existing directory, expected a file path")
+    check_build_dir(out_dir, [*ANNOTATION_FILES, SUMMARY_FILE], force)
     if code:
         check_input(code, what="--code file")
     for name, value in (("n_process", n_process), ("batch_size", batch_size), ("workers", workers)):
@@ -312,6 +325,7 @@ def annotate_corpus(
     overwrite: bool = False,
     show_progress: bool = False,
     on_shard: OnShard = None,
+    force: bool = False,
     grobid: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Annotate the papers under ``inputs`` with ``pipeline`` into
@@ -323,20 +337,26 @@ def annotate_corpus(
     Dask workers load the pipeline from the same path. ``on_shard(input,
     header)`` is called after each shard is written. ``grobid``: a GROBID
     server's URL that PDFs are sent to (their TEI is read). Raises
-    ``CorpusBuildError`` when no input is usable. Returns the summary."""
+    ``CorpusBuildError`` when no input is usable (an output directory this
+    run made is then removed). ``force``: replace annotation files in
+    ``output_dir`` that no build wrote. Returns the summary."""
     out_dir = Path(output_dir)
     check_annotate_args(pipeline, inputs, out_dir, fmt=fmt, jsonl=jsonl, spacy=spacy, code=code,
-                        n_process=n_process, batch_size=batch_size, workers=workers)
+                        n_process=n_process, batch_size=batch_size, workers=workers, force=force)
     pipeline_arg = str(Path(pipeline).absolute()) if Path(pipeline).exists() else str(pipeline)
     settings = AnnotateSettings(pipeline=pipeline_arg, fmt=fmt, vectors=bool(vectors), spacy=bool(spacy),
                                 code=str(Path(code).absolute()) if code else None)
     nlp = load_pipeline(settings.pipeline, settings.code)
     all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir], kind_of=kind_of(fmt),
                                  expected=expected_files(fmt), skip_hidden=True)
+    from .readers.papers import paper_ids, same_name_papers
+
+    ids = paper_ids([inp.key for inp in all_inputs])
     config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
     if grobid:
         config["grobid"] = grobid
+    created = not out_dir.exists()
     shard_dir = prepare_output_dir(out_dir, config, overwrite)
     pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
     skipped: List[Dict[str, str]] = []
@@ -365,19 +385,21 @@ def annotate_corpus(
         if pending and scheduler:
             seconds = dask_tasks(
                 scheduler, workers, pending,
-                read=lambda inp: _read(inp, nlp, skipped, progress, grobid),
+                read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
                 task=dask_annotate_task,
                 task_args=lambda inp, docs, shared: (docbin_bytes(docs), settings, batch_size),
                 finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
             )
         elif pending:
             def read(inp: InputFile):
-                docs = _read(inp, nlp, skipped, progress, grobid)
+                docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)
                 return None if docs is None else (docs, [(doc, sentence_starts(doc)) for doc in docs])
 
             stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
                           finish=lambda inp, docs, results: finish(inp, docs, _combine(results, settings)),
-                          n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp))
+                          n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
+                          # one paper per input but in a .spacy: no more processes than papers
+                          max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
             seconds = time.perf_counter() - start
         else:
             seconds = 0.0
@@ -388,9 +410,15 @@ def annotate_corpus(
     if len(done_inputs) + len(skipped) != len(all_inputs):  # pragma: no cover - bookkeeping invariant
         raise RuntimeError("inputs in != inputs annotated + skipped")
     if not done_inputs:
+        remove_failed_build(out_dir, created)
         raise CorpusBuildError(f"none of the {len(all_inputs)} inputs is usable"
                                + (f" (e.g. {skipped[0]['reason']})" if skipped else ""))
     headers = [read_shard_header(shard_path(shard_dir, inp)) for inp in done_inputs]
+    inputs_of: Dict[str, List[str]] = {}
+    for header in headers:
+        for paper in header["papers"]:
+            inputs_of.setdefault(str(paper), []).append(header["input"])
+    shared_ids = {paper: keys for paper, keys in inputs_of.items() if len(keys) > 1}
     outputs = merge_shards(out_dir, shard_dir, done_inputs, jsonl=jsonl, spacy=settings.spacy)
     summary = {
         "inputs": len(all_inputs),
@@ -400,6 +428,9 @@ def annotate_corpus(
         "inputs_skipped": len(skipped),
         "skipped": skipped,
         "papers": sum(len(h["papers"]) for h in headers),
+        # ids a .spacy input gave to Docs of two inputs: their records stay apart by "input"
+        "paper_ids_in_several_inputs": shared_ids,
+        "papers_kept_apart_by_extension": same_name_papers({inp.key: ids[inp.key] for inp in all_inputs}),
         "sentences": sum(h["n_sentences"] for h in headers),
         "words": sum(h["n_words"] for h in headers),
         "outputs": outputs,

@@ -4,14 +4,16 @@ assemble them with the English parser, the phrase labeler and the section
 tagger into one pipeline (``spacy_rhetoric.assemble``), and annotate a paper
 with it, section by section.
 
-- Classifier: ``spacy_rhetoric/configs/classifier_sections_cpu.cfg`` (the
-  section of each sentence is an input, positions count within sections,
-  hashed n-grams beside the tok2vec, a CRF over each section's sentences;
-  back matter is ``other`` by rule), ``DEFAULT_CLASSIFIER_STEPS`` steps, on
-  a small multi-source corpus (``readers.section_labels.build_small_corpus``):
-  CSAbstruct train, the PMC-Sents-FULL train split and the first
-  CL-SciSumm reference papers with weak labels from their tagged sections
-  (PMC and CL-SciSumm only when present in the data directory).
+- Classifier: ``spacy_rhetoric/configs/classifier_fullpaper_cpu.cfg`` (the
+  section of each sentence is evidence the model weighs -- section dropout in
+  training --, positions count within sections, hashed n-grams beside the
+  tok2vec, a CRF over each section's sentences; back matter is ``other`` by
+  rule), ``DEFAULT_CLASSIFIER_STEPS`` steps, on real sentence functions
+  (``readers.section_labels.write_fullpaper_corpus``): CSAbstruct train and
+  the MuLMS-AZ full papers with expert zones (when present in the data
+  directory). Until 2026-11-24 it was ``classifier_sections_cpu`` on weak
+  labels from section names, which learned label = section
+  (benchmarks/README.md "Full papers").
 - Encoder: ``encoder_cpu.cfg`` on CSAbstruct.
 - Paper: any file ``read_papers`` reads (PDF, GROBID TEI, JATS, S2ORC, text);
   by default the GROBID TEI sample ``paper-formats/grobid-tei/N18-3011.tei.xml``
@@ -44,13 +46,11 @@ DATA_ENV = "SPACY_RHETORIC_DATA"
 PHRASES_DIR = "iwatsuki2021-fe-database-cl"
 CSABSTRUCT_DIR = "csabstruct"
 PMC_FILE = "pmc-sents-full/dev.jsonl"
+MULMS_FILE = "mulms-az/train.jsonl"
 SCISUMM_DIR = "cl-scisumm/training-40-manual"
 TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
 SAMPLE_PAPER = "sample_paper.txt"
-CLASSIFIER_CONFIG = "classifier_sections_cpu"
-SCISUMM_PAPERS = 40  # CL-SciSumm papers in the demo's training corpus
-SECTION_SCALE = "components.rhetoric_function_classifier.model.section_scale"
-DEMO_SECTION_SCALE = 10.0  # the value the demo's figures in benchmarks/README.md were measured with
+CLASSIFIER_CONFIG = "classifier_fullpaper_cpu"
 # 1500 steps (about 3 CPU minutes): at 400, a quarter of an epoch, the model had not learned the
 # lexical cues of "In this paper, we present ..." or "Experiments ... show ..." (benchmarks/README.md)
 DEFAULT_CLASSIFIER_STEPS = 1500
@@ -94,9 +94,10 @@ class DemoData:
     pmc: Optional[Path] = None  # PMC-Sents-FULL dev.jsonl, if present
     scisumm: Optional[Path] = None  # CL-SciSumm topics, if present
     paper: Optional[Path] = None  # the GROBID TEI sample paper, if present
+    mulms: Optional[Path] = None  # MuLMS-AZ train.jsonl, if present
 
     def inputs(self) -> List[Path]:
-        return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm) if p is not None]
+        return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm, self.mulms) if p is not None]
 
 
 def find_data(root: Optional[Path] = None) -> DemoData:
@@ -104,7 +105,7 @@ def find_data(root: Optional[Path] = None) -> DemoData:
     missing and how to point the demo at them otherwise."""
     root = Path(root) if root is not None else data_dir()
     optional = {name: root / rel for name, rel in (("pmc", PMC_FILE), ("scisumm", SCISUMM_DIR),
-                                                   ("paper", TEI_PAPER))}
+                                                   ("paper", TEI_PAPER), ("mulms", MULMS_FILE))}
     data = DemoData(train=root / CSABSTRUCT_DIR / "train.jsonl", dev=root / CSABSTRUCT_DIR / "dev.jsonl",
                     phrases=root / PHRASES_DIR, **{k: p for k, p in optional.items() if p.exists()})
     missing = [str(p) for p in (data.train, data.dev, data.phrases) if not p.exists()]
@@ -188,17 +189,18 @@ def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
 
 
 def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
-    """The classifier's training corpus (``readers.section_labels.build_small_corpus``)
-    under ``output``; kept if newer than every input."""
-    from .readers.section_labels import build_small_corpus
+    """The classifier's training corpus (``readers.section_labels.write_fullpaper_corpus``:
+    CSAbstruct train + the MuLMS-AZ papers) under ``output``; kept if newer
+    than every input."""
+    from .readers.section_labels import write_fullpaper_corpus
 
     train, dev = output / "train.spacy", output / "dev.spacy"
-    newest = max(_mtime(p) for p in data.inputs() if p not in (data.phrases,))
+    newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms) if p is not None)
     if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
-        counts = build_small_corpus(data.train, data.dev, output, pmc=data.pmc, scisumm=data.scisumm,
-                                    scisumm_papers=SCISUMM_PAPERS)
-        print(f"  built {output}: train {counts['train']['sentences']} sentences ({counts['sources']}), "
-              f"dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
+        counts = write_fullpaper_corpus(data.train, data.dev, data.mulms, output)
+        print(f"  built {output}: train {counts['train']['sentences']} sentences "
+              f"({counts['train']['csabstruct']} CSAbstruct abstracts, {counts['train']['mulms_papers']} MuLMS-AZ "
+              f"papers), dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
     return train, dev
 
 
@@ -208,16 +210,14 @@ def _mtime(path: Path) -> int:
 
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
                       retrain: bool = False) -> Tuple[Path, Path]:
-    """Train the CPU classifier (packaged config ``classifier_sections_cpu``:
-    tok2vec + context architecture + section input + n-grams + CRF) on the demo's
-    multi-source corpus and the encoder (``encoder_cpu``) on CSAbstruct into
-    ``output``."""
+    """Train the CPU classifier (packaged config ``classifier_fullpaper_cpu``:
+    tok2vec + context architecture + section input + n-grams + CRF, section
+    dropout) on CSAbstruct + MuLMS-AZ and the encoder (``encoder_cpu``) on
+    CSAbstruct into ``output``."""
     output.mkdir(parents=True, exist_ok=True)
     print(f"\n== training the function classifier ({classifier_steps} steps) ==")
-    clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "sections")
+    clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
     clf_overrides = training_overrides(clf_train, clf_dev, classifier_steps)
-    # 400 steps are few: larger section one-hots let the section priors grow faster (see ml/sections.py)
-    clf_overrides[SECTION_SCALE] = DEMO_SECTION_SCALE
     classifier = train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
                                 inputs=[clf_train, clf_dev], retrain=retrain)
     print(f"\n== training the sentence encoder ({encoder_steps} steps) ==")

@@ -322,8 +322,13 @@ def gold_sentences(doc, *, field: str = LABEL) -> List[Tuple[int, int, str]]:
 
 def _fresh_doc(vocab, gold_doc, spans: List[Tuple[int, int, str]]):
     """A copy of ``gold_doc``'s tokens in ``vocab`` with the gold sentence
-    boundaries and no stored annotations (so predictions cannot read gold)."""
+    boundaries and, of its stored values, only what a paper reader gives a
+    pipeline as input -- headings, sections and the title
+    (``readers.section_labels.copy_section_fields``), so a section-aware
+    classifier is scored as it runs on papers -- never the labels."""
     from spacy.tokens import Doc
+
+    from .readers.section_labels import copy_section_fields
 
     starts = {start for start, _, _ in spans}
     if gold_doc.has_annotation("SENT_START"):
@@ -333,12 +338,13 @@ def _fresh_doc(vocab, gold_doc, spans: List[Tuple[int, int, str]]):
     for _, end, _ in spans:
         if end < len(gold_doc):
             sent_starts[end] = True
-    return Doc(
+    fresh = Doc(
         vocab,
         words=[t.text for t in gold_doc],
         spaces=[bool(t.whitespace_) for t in gold_doc],
         sent_starts=sent_starts,
     )
+    return copy_section_fields(gold_doc, fresh)
 
 
 def annotate_gold_docs(nlp, docs: Iterable, *, batch_size: int = 32, progress: bool = True):

@@ -36,6 +36,7 @@ SID = "sid"  # source sentence id (e.g. CL-SciSumm ``sid``), str
 CITANCE_LINKS = "citance_links"  # doc-level, not per sentence
 DOC_ID = "doc_id"  # doc-level source id (paper id, abstract index), str
 TITLE = "title"  # doc-level paper title (paper readers), str
+GOLD_LABELS = "gold_labels"  # every acceptable gold label of a sentence (MuLMS-AZ), list of str
 CHUNKS = "chunks"  # doc-level section chunks (rhetoric_section_encoder): list of dicts
 
 SCORE_FIELDS = (SCORES, FINE_SCORES)
@@ -55,6 +56,7 @@ SPAN_EXTENSIONS = {
     "rhetoric_sid": SID,
     "rhetoric_heading": HEADING,
     "rhetoric_paragraph": PARAGRAPH,
+    "rhetoric_gold_labels": GOLD_LABELS,
 }
 DOC_EXTENSIONS = {"citance_links": CITANCE_LINKS, "rhetoric_doc_id": DOC_ID, "rhetoric_title": TITLE,
                   "rhetoric_chunks": CHUNKS}
@@ -84,6 +86,10 @@ def encode_value(field: str, value: Any) -> Any:
         return {str(k): float(v) for k, v in dict(value).items()}
     if field == PARAGRAPH:
         return int(value)
+    if field == GOLD_LABELS:
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise TypeError(f"{field!r} values must be lists of str or None, got {value!r}")
+        return list(value)
     if field in (LABEL, FINE_LABEL, SECTION, HEADING, PHRASE_LABEL, SID):
         if not isinstance(value, str):
             raise TypeError(f"{field!r} values must be str or None, got {type(value).__name__}")
@@ -103,6 +109,8 @@ def get_span_value(span: Span, field: str) -> Any:
         return span.doc[start:end]
     if field in SCORE_FIELDS:
         return dict(stored)
+    if field == GOLD_LABELS:  # msgpack gives tuples back
+        return list(stored)
     return stored
 
 

@@ -4,9 +4,16 @@ One place for the rules the project keeps with user files:
 
 - inputs are checked before any work starts (exists, file or directory as
   expected), with an error that names the path;
-- outputs are checked before any work starts too: never an input, never two
-  outputs on one path, never an existing directory where a file goes, and a
-  parent directory that can be created and written;
+- outputs are checked before any work starts too: never an input, never
+  inside an input directory (a pipeline, a corpus folder; a build that
+  leaves its own outputs out when it reads a folder may say so with
+  ``inside_ok``), never two outputs on one path, never an existing directory
+  where a file goes, never anything that exists and is not a regular file or
+  directory (a device such as ``/dev/null``, a FIFO, a socket: the rename
+  below would replace it), never an existing file that is not of the kind
+  the command writes (``kind``: a ``.spacy`` DocBin, JSON, HTML, PNG, ...;
+  a user's paper or config at the output path) unless ``force``
+  (``--force``), and a parent directory that can be created and written;
 - every output is written to a temporary file beside it and renamed into place
   when complete (``atomic_path``), so an interrupted run never leaves a
   half-written file under the real name and never destroys the previous one.
@@ -16,7 +23,9 @@ Errors are ``PathError`` (a ``ValueError``); the CLI turns them into one
 """
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +45,66 @@ def _same_file(a: Path, b: Path) -> bool:
     except OSError:
         pass
     return a.resolve() == b.resolve()
+
+
+def _special_kind(path: Path) -> Optional[str]:
+    """What ``path`` is when it exists and is neither a regular file nor a
+    directory (symbolic links followed), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_not_special(path: PathLike, what: str = "output") -> None:
+    """Refuse to write to a path that exists and is not a regular file or
+    directory: writing there (temporary file + rename) would replace a
+    device or FIFO with a regular file."""
+    kind = _special_kind(Path(path))
+    if kind is not None:
+        raise PathError(f"{what} {path} is {kind}, not a regular file or directory; refusing to replace it")
+
+
+# What the start of a file each writer writes looks like (an empty file is anyone's).
+OUTPUT_KINDS = {
+    "spacy": lambda head: head[:1] == b"\x78",  # DocBin.to_bytes: zlib
+    "json": lambda head: head.lstrip()[:1] in (b"{", b"["),
+    "jsonl": lambda head: head.lstrip()[:1] == b"{",
+    "html": lambda head: head.lstrip().lower().startswith(b"<!doctype html"),
+    "png": lambda head: head.startswith(b"\x89PNG"),
+    "word2vec": lambda head: re.match(rb"\d+ \d+\s*\n", head) is not None,
+}
+
+
+def check_overwrite(path: PathLike, kind: Optional[str], *, what: str = "output", force: bool = False) -> None:
+    """Refuse to replace an existing file that does not look like a ``kind``
+    file (:data:`OUTPUT_KINDS`), i.e. that this command did not write,
+    unless ``force``. ``kind=None``: no check."""
+    p = Path(path)
+    if force or kind is None or not p.is_file():
+        return
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return
+    if head and not OUTPUT_KINDS[kind](head):
+        raise PathError(f"{what} {p} exists and is not a {kind} file as this command writes; refusing to "
+                        "overwrite it (choose another path, or pass --force to replace it)")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return folder.is_dir() and folder.resolve() in path.resolve().parents
+    except OSError:
+        return False
 
 
 def check_input(path: PathLike, *, what: str = "input", file_ok: bool = True,
@@ -61,16 +130,26 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_output(path: PathLike, *, what: str = "output", inputs: Sequence[PathLike] = (),
-                 dir_ok: bool = False) -> Path:
+                 dir_ok: bool = False, inside_ok: Sequence[PathLike] = (), kind: Optional[str] = None,
+                 force: bool = False) -> Path:
     """Check that ``path`` can be written without touching any of ``inputs``.
 
     ``dir_ok``: the output is a directory (it may exist; it must not be a file).
+    ``kind``: what the command writes there (:func:`check_overwrite`).
+    An output inside an input directory is refused, but for the directories
+    of ``inside_ok`` (corpus folders of a build that never reads its own
+    outputs back).
     """
     p = Path(path)
+    check_not_special(p, what)
+    allowed = [Path(d) for d in inside_ok]
     for inp in inputs:
         ip = Path(inp)
         if _same_file(p, ip):
             raise PathError(f"{what} {p} is the same path as the input {ip}; choose another path")
+        if _inside(p, ip) and not any(_same_file(ip, d) for d in allowed):
+            raise PathError(f"{what} {p} is inside the input {ip}; writing there would change an input, "
+                            "choose another path")
     if p.exists():
         if p.is_dir() and not dir_ok:
             raise PathError(f"{what} {p} is an existing directory, expected a file path")
@@ -83,20 +162,23 @@ def check_output(path: PathLike, *, what: str = "output", inputs: Sequence[PathL
         raise PathError(f"cannot write {what} {p}: {anchor} is not writable")
     if p.exists() and not os.access(p, os.W_OK):
         raise PathError(f"cannot write {what} {p}: permission denied")
+    check_overwrite(p, kind, what=what, force=force)
     return p
 
 
-def check_outputs(outputs: Mapping[str, Optional[PathLike]], *, inputs: Sequence[PathLike] = ()) -> None:
+def check_outputs(outputs: Mapping[str, Optional[PathLike]], *, inputs: Sequence[PathLike] = (),
+                  kinds: Optional[Mapping[str, str]] = None, force: bool = False) -> None:
     """``check_output`` for several named outputs, and no two on one path.
 
     ``outputs`` maps a name used in messages ("train output") to a path; None
-    values (optional outputs not asked for) are left out.
+    values (optional outputs not asked for) are left out. ``kinds``: the
+    ``kind`` of each name (:func:`check_overwrite`).
     """
     seen = {}
     for what, path in outputs.items():
         if path is None:
             continue
-        p = check_output(path, what=what, inputs=inputs)
+        p = check_output(path, what=what, inputs=inputs, kind=(kinds or {}).get(what), force=force)
         for other_what, other in seen.items():
             if _same_file(p, other):
                 raise PathError(f"{what} and {other_what} are the same path: {p}")
@@ -130,13 +212,17 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` on success.
 
     On an exception the temporary file is removed and ``path`` is untouched.
-    Parent directories are created.
+    Parent directories are created. A ``path`` that is a device, FIFO or
+    socket is never replaced (``PathError``, checked before and after the
+    work).
     """
     p = Path(path)
+    check_not_special(p)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_name(p)
     try:
         yield tmp
+        check_not_special(p)
     except BaseException:
         if tmp.exists():
             tmp.unlink()
@@ -165,6 +251,22 @@ def atomic_write_lines(path: PathLike, lines: Iterable[Any]) -> None:
             os.fsync(fh.fileno())
 
 
+def extract_files(files: Any, root: PathLike, what: str = "archive") -> None:
+    """Write ``{relative name: bytes}`` (a component's ``to_bytes`` archive)
+    under the directory ``root``; a name that is not a relative path inside
+    ``root`` (``../x``, ``/etc/x``) or data that is not bytes is a
+    ValueError, and nothing is written outside ``root``."""
+    if not isinstance(files, dict):
+        raise ValueError(f"{what}: not a file archive")
+    base = Path(root).resolve()
+    for name, data in files.items():
+        target = (base / str(name)).resolve()
+        if base not in target.parents or not isinstance(data, bytes):
+            raise ValueError(f"{what}: bad file name {name!r} in the archive")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
 @contextmanager
 def atomic_dir(path: PathLike) -> Iterator[Path]:
     """Yield a temporary directory path beside ``path``; on success it
@@ -172,11 +274,13 @@ def atomic_dir(path: PathLike) -> Iterator[Path]:
     removed). On an exception the temporary directory is removed and ``path``
     is untouched. For whole directories such as ``nlp.to_disk`` output."""
     p = Path(path)
+    check_not_special(p)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".tmp-{p.name}.{os.getpid()}")
     old = p.with_name(f".old-{p.name}.{os.getpid()}")
     try:
         yield tmp
+        check_not_special(p)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -21,6 +21,11 @@ dropped before joining; other user data is joined by spaCy's ``from_docs``
 (its warnings name what it cannot join). A sentence never crosses a piece
 boundary, so a cut inside a paragraph (only when a paragraph alone exceeds
 ``max_chars``) can split what the parser would have kept as one sentence.
+
+``make_doc`` is the readers' tokenizer for a text of any length: a text over
+``nlp.max_length`` characters (where ``nlp.make_doc`` raises spaCy's E088) is
+cut the same way and its pieces' tokens joined, so one long paper is read
+like any other instead of stopping a batch.
 """
 import re
 from typing import Any, Dict, Iterator, List, Sequence
@@ -61,6 +66,16 @@ def split_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> List[str]:
     if start < n or not pieces:
         pieces.append(text[start:])
     return pieces
+
+
+def make_doc(nlp: Language, text: str) -> Doc:
+    """``nlp.make_doc(text)`` for a text of any length: over
+    ``nlp.max_length`` characters, the pieces of :func:`split_text` are
+    tokenized one by one and joined (``Doc.from_docs``; the same text)."""
+    if len(text) <= nlp.max_length:
+        return nlp.make_doc(text)
+    return Doc.from_docs([nlp.make_doc(piece) for piece in split_text(text, nlp.max_length)],
+                         ensure_whitespace=False)
 
 
 def _shift_key(key: str, offset: int) -> str:

@@ -54,6 +54,7 @@ main{max-width:52em;margin:0 auto;padding:1em 1.2em 4em}
 main.rh-cols{max-width:none;display:grid;grid-template-columns:1fr 1fr;gap:2em}
 .rh-paper h1{font-size:1.35em}
 .rh-section h2{font:600 1.02em system-ui,sans-serif;margin:1.4em 0 .4em;color:#444}
+.rh-cat{font-weight:400;color:#888}
 .rh-sent{border-radius:3px;padding:.05em .1em;box-decoration-break:clone;-webkit-box-decoration-break:clone}
 .rh-sent:hover,.rh-sent.rh-hit{outline:2px solid #333}
 .rh-sent.rh-dim{background:transparent!important}
@@ -162,21 +163,27 @@ def _sentence_html(rec: Dict[str, Any], colors: Dict[str, str], *, id_: Optional
 
 def _paper_body(doc: Doc, records: List[Dict[str, Any]], colors: Dict[str, str], *, prefix: str = "",
                 sentence_extra=None, sentence_suffix=None, show_title: bool = True) -> str:
-    """Sections (consecutive sentences with one section name) of paragraphs."""
+    """Sections (consecutive sentences under one heading and section
+    category) of paragraphs; each headed by the paper's own heading with the
+    category beside it."""
     title = ext.get_doc_value(doc, ext.TITLE)
     paper_id = ext.get_doc_value(doc, ext.DOC_ID)
     out = [f'<article class="rh-paper" {_attrs({"data-paper": paper_id})}>']
     if show_title and (title or paper_id):
         out.append(f"<h1>{html.escape(str(title or paper_id))}</h1>")
-    section, paragraph, in_section = None, None, False
+    key, paragraph, in_section = None, None, False
     for rec in records:
-        if not in_section or rec["section"] != section:
+        # one block per heading of the paper ("3 Extracting Metadata"), its category beside it
+        if not in_section or (rec["heading"], rec["section"]) != key:
             if in_section:
                 out.append("</p></section>")
-            section, paragraph, in_section = rec["section"], rec["paragraph"], True
-            out.append(f'<section class="rh-section" {_attrs({"data-section": section})}>')
-            if section:
-                out.append(f"<h2>{html.escape(section)}</h2>")
+            key, paragraph, in_section = (rec["heading"], rec["section"]), rec["paragraph"], True
+            heading, section = key
+            out.append(f'<section class="rh-section" {_attrs({"data-section": section, "data-heading": heading})}>')
+            if heading and section and section != heading:
+                out.append(f'<h2>{html.escape(heading)} <small class="rh-cat">[{html.escape(section)}]</small></h2>')
+            elif heading or section:
+                out.append(f"<h2>{html.escape(heading or section)}</h2>")
             out.append("<p>")
         elif rec["paragraph"] != paragraph:
             out.append("</p><p>")

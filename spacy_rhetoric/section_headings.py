@@ -20,6 +20,7 @@ learned heading classifier and its training (used by
 """
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -38,6 +39,10 @@ RESULTS = "results"
 CONCLUSION = "conclusion"
 OTHER = "other"
 CATEGORIES = (TITLE, ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, OTHER)
+# What rhetoric_section_tagger says of a heading nothing decides (a topical
+# heading), and what a section-aware classifier sees for a sentence without a
+# section (plain text, PMC-Sents-FULL).
+UNKNOWN = "unknown"
 
 ASSETS = "assets"
 RULES_FILE = "section_rules.json"
@@ -332,3 +337,19 @@ def split_headings(pairs: Sequence[Tuple[str, str]], *, test_fraction: float = 0
     train = [p for p in pairs if normalize_heading(p[0]) not in held]
     test = [p for p in pairs if normalize_heading(p[0]) in held]
     return train, test
+
+
+@lru_cache(maxsize=1)
+def packaged_rules() -> HeadingRules:
+    """The packaged keyword rules (``assets/section_rules.json``), loaded once."""
+    return HeadingRules.packaged()
+
+
+@lru_cache(maxsize=4096)
+def is_back_matter_heading(heading: str) -> bool:
+    """True for a heading a packaged ``back_matter`` rule matches
+    ("Acknowledgments", "References", "Appendix A", "5 Funding")."""
+    if not heading or not heading.strip():
+        return False
+    match = packaged_rules().match(parse_heading(heading).model_text)
+    return bool(match is not None and match.back_matter)

@@ -68,7 +68,7 @@ def _stratified_group_split(ids: List[str], labels: List[str], *, share: float,
 
 
 def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: float = 0.8,
-                 seed: int = 0) -> Dict[str, int]:
+                 seed: int = 0, force: bool = False) -> Dict[str, int]:
     """Split the DocBin at ``input_path`` by doc id into two DocBins. The paths
     are checked before any work (no output on an input or on the other
     output); each output is written to a temporary file and renamed into
@@ -79,7 +79,8 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
     from .extensions import DOC_ID, get_doc_value
 
     check_input(input_path, what="input")
-    check_outputs({"train output": train_path, "test output": test_path}, inputs=[input_path])
+    check_outputs({"train output": train_path, "test output": test_path}, inputs=[input_path],
+                  kinds={"train output": "spacy", "test output": "spacy"}, force=force)
     nlp = spacy.blank("en")
     try:
         docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))

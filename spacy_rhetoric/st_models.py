@@ -15,16 +15,18 @@ from typing import Sequence, Union
 
 import numpy
 
-from .util import resolve_hf_model
+from .util import resolve_hf_model, torch_device
 
 POOLING_MODES = {"mean": "mean", "first": "cls", "cls": "cls"}
 
 
 def load_sentence_transformer(name_or_path: Union[str, Path], *, max_length: int = 128,
-                              pooling: str = "mean"):
-    """A CPU ``SentenceTransformer`` of ``name_or_path`` (a Hub name or a
+                              pooling: str = "mean", device=None):
+    """A ``SentenceTransformer`` of ``name_or_path`` (a Hub name or a
     directory, e.g. one written by ``model.save``) with ``pooling`` ("mean",
-    or "first"/"cls") and inputs truncated to ``max_length`` tokens."""
+    or "first"/"cls") and inputs truncated to ``max_length`` tokens, on
+    ``device`` (a torch device or name; None: ``util.torch_device()``, the
+    device of spaCy's current ops, the CPU unless a GPU was asked for)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
@@ -36,7 +38,7 @@ def load_sentence_transformer(name_or_path: Union[str, Path], *, max_length: int
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     transformer = Transformer(path, max_seq_length=int(max_length))
     pool = Pooling(transformer.get_embedding_dimension(), pooling_mode=POOLING_MODES[pooling])
-    return SentenceTransformer(modules=[transformer, pool], device="cpu")
+    return SentenceTransformer(modules=[transformer, pool], device=str(torch_device() if device is None else device))
 
 
 def encode(model, sentences: Sequence[str], *, batch_size: int = 32, progress: bool = False) -> numpy.ndarray:

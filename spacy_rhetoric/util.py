@@ -9,7 +9,7 @@ import importlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import Dict, Union
+from typing import Dict, Optional, Union
 
 import spacy
 from spacy.language import Language
@@ -91,3 +91,27 @@ def hf_model_path(name: str = DEFAULT_TRANSFORMER) -> str:
 def pipeline_name(name: str = DEFAULT_PARSER) -> str:
     """Config-level pipeline name resolution (see ``resolve_pipeline_name``)."""
     return str(resolve_pipeline_name(name))
+
+
+def torch_device(gpu_id: Optional[int] = None):
+    """The one device setting of the torch-side models (CitRet encoder,
+    SENT-MASK, COSAEMB, the section encoder, sentence-transformers vectors).
+
+    ``None``: the device of spaCy's current ops (thinc's
+    ``get_torch_default_device``), i.e. GPU N after ``spacy train --gpu-id N``
+    or ``spacy.require_gpu(N)``, else the CPU, so components sit where the
+    pipeline's other models do. ``-1``: the CPU. ``N >= 0``: CUDA device N, a
+    ValueError when torch cannot see it (a CPU-only torch, no GPU)."""
+    import torch
+
+    if gpu_id is None:
+        from thinc.util import get_torch_default_device
+
+        return get_torch_default_device()
+    if int(gpu_id) < 0:
+        return torch.device("cpu")
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if int(gpu_id) >= n:
+        raise ValueError(f"--gpu-id {gpu_id}: torch sees {n} CUDA device(s) (torch {torch.__version__}); "
+                         "use --gpu-id -1 for the CPU")
+    return torch.device(f"cuda:{int(gpu_id)}")

@@ -466,7 +466,7 @@ class FixedLinker:
         return [{"sid": str(i + 1), "score": float(3 - i)} for i in range(k)]
 
 
-def test_evaluate_keys_citances_by_number_not_placeholder_offsets(tmp_path):
+def test_evaluate_keys_citances_by_citing_sentence_not_placeholder_offsets(tmp_path):
     from spacy_rhetoric.citret.corpus import evaluate_topics
     from spacy_rhetoric.readers.clscisumm import select_topics
 
@@ -484,8 +484,9 @@ def test_evaluate_keys_citances_by_number_not_placeholder_offsets(tmp_path):
     counts = result["counts"]
     # old code: one citance (all rows keyed (C02-0002, ('0',))), the empty-Reference-Article rows skipped
     assert counts["records_read"] == 4 and counts["records_malformed"] == 0
-    assert (counts["citances_read"], counts["citances_scored"], counts["citances_skipped"]) == (3, 2, 1)
-    assert result["skipped"] == {"empty citation text": 1}
+    # the row without citation text, offset placeholder 0, cannot be keyed (issue 24 item 12)
+    assert (counts["citances_read"], counts["citances_scored"], counts["citances_skipped"]) == (2, 2, 0)
+    assert counts["records_unkeyed"] == 1 and result["skipped"] == {}
     assert linker.seen == ["A maximum entropy tagger.", "Alignment with EM."]
     # union: citance 1 gold {1, 2} (tp 2), citance 2 gold {4, 5} (tp 0): P 2/6, R 2/4
     union = result["protocols"]["union"]

@@ -85,7 +85,7 @@ def test_convert_bad_paths(tmp_path):
 def test_convert_writes_atomically(tmp_path, monkeypatch):
     src = write_jsonl(tmp_path / "a.jsonl", [CSABSTRUCT])
     out = tmp_path / "o.spacy"
-    out.write_bytes(b"previous output")
+    out.write_bytes(b"x\x9cprevious output")  # a DocBin starts as zlib data (io.OUTPUT_KINDS)
 
     def broken_to_disk(self, path):
         with open(path, "wb") as fileh:
@@ -95,7 +95,7 @@ def test_convert_writes_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(DocBin, "to_disk", broken_to_disk)
     result = CliRunner().invoke(app, ["convert", "csabstruct", str(src), str(out)])
     assert result.exit_code != 0 and isinstance(result.exception, OSError)
-    assert out.read_bytes() == b"previous output"
+    assert out.read_bytes() == b"x\x9cprevious output"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "o.spacy"]
 
 

@@ -9,6 +9,7 @@ import random
 import pytest
 import spacy
 from helpers import cli_text
+from test_mulms import RECORD as MULMS_RECORD
 
 from spacy_rhetoric import demo
 from spacy_rhetoric.configs import config_names, config_path
@@ -47,7 +48,10 @@ def tiny_models(tmp_path_factory):
     (root / demo.PHRASES_DIR / "CL.introduction").write_text(
         "Showing the aim of the paper\tin this paper we propose\t3\n"
         "Description of the results\tthe results show that\t2\n", encoding="utf8")
+    (root / demo.MULMS_FILE).parent.mkdir(parents=True)
+    (root / demo.MULMS_FILE).write_text(json.dumps(MULMS_RECORD) + "\n", encoding="utf8")
     data = demo.find_data(root)
+    assert data.mulms == root / demo.MULMS_FILE
     output = tmp_path_factory.mktemp("demo_out")
     classifier, encoder = demo.train_demo_models(data, output, classifier_steps=3, encoder_steps=3)
     return data, output, classifier, encoder
@@ -115,7 +119,7 @@ def test_find_data_optional_sources(tmp_path):
         (tmp_path / "csabstruct" / name).write_text("", encoding="utf8")
     (tmp_path / demo.PHRASES_DIR).mkdir()
     data = demo.find_data(tmp_path)
-    assert data.pmc is None and data.scisumm is None and data.paper is None
+    assert data.pmc is None and data.scisumm is None and data.paper is None and data.mulms is None
     assert data.inputs() == [data.train, data.dev, data.phrases]
     (tmp_path / demo.TEI_PAPER).parent.mkdir(parents=True)
     (tmp_path / demo.TEI_PAPER).write_text("<TEI/>", encoding="utf8")
@@ -182,9 +186,12 @@ def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
 
 
 def test_packaged_configs_and_sample_paper():
-    assert {"classifier_cpu", "classifier_sections_cpu", "encoder_cpu", "fine_classifier_cpu",
-            "rhetoric_trf"} <= set(config_names())
+    assert {"classifier_cpu", "classifier_sections_cpu", "classifier_fullpaper_cpu", "encoder_cpu",
+            "fine_classifier_cpu", "rhetoric_trf"} <= set(config_names())
     spacy.util.load_config(config_path("classifier_sections_cpu"))
+    assert demo.CLASSIFIER_CONFIG == "classifier_fullpaper_cpu"
+    config = spacy.util.load_config(config_path(demo.CLASSIFIER_CONFIG))
+    assert config["corpora"]["train"]["section_dropout"] > 0
     assert config_path("encoder_cpu.cfg") == config_path("encoder_cpu")
     spacy.util.load_config(config_path("classifier_cpu"))
     with pytest.raises(FileNotFoundError, match="available: classifier_cpu"):

@@ -449,3 +449,23 @@ def test_label_mismatch_and_label_field_check():
     assert check_label_field(nlp, "label") == ["method", "result"]
     with pytest.raises(ValueError, match="label field 'nope'.*'label'"):
         check_label_field(nlp, "nope")
+
+
+def test_gold_docs_reach_the_pipeline_with_headings_and_sections_but_no_labels():
+    """evaluate scores a section-aware classifier as it runs on papers: the
+    fresh copies carry the reader's headings, sections and title, never labels."""
+    from spacy_rhetoric import extensions as ext
+    from spacy_rhetoric.evaluation import annotate_gold_docs
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    nlp = spacy.blank("en")
+    gold = doc_from_sentences(nlp, ["We aim high.", "It works."], labels=["objective", "result"],
+                              sections=["abstract", "abstract"])
+    ext.set_span_values(gold, ext.HEADING, list(gold.sents), ["Abstract", "Abstract"])
+    ext.set_doc_value(gold, ext.TITLE, "A title")
+    (doc, spans), = list(annotate_gold_docs(nlp, [gold], progress=False))
+    assert [s._.rhetoric_section for s in doc.sents] == ["abstract", "abstract"]
+    assert [s._.rhetoric_heading for s in doc.sents] == ["Abstract", "Abstract"]
+    assert doc._.rhetoric_title == "A title"
+    assert [s._.rhetoric_label for s in doc.sents] == [None, None]
+    assert [label for _, _, label in spans] == ["objective", "result"]

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "spacy_rhetoric" / "configs"
 CONFIG_RE = re.compile(r"spacy_rhetoric/configs/([\w.-]+)\.cfg")
 PROFILE_CONFIGS = {
-    "all": {"rhetoric_trf", "fine_classifier_cpu"},
-    "all-fast": {"classifier_cpu", "encoder_cpu", "fine_classifier_cpu"},
+    "all": {"rhetoric_trf", "classifier_fullpaper_cpu", "fine_classifier_cpu"},
+    "all-fast": {"classifier_cpu", "classifier_fullpaper_cpu", "encoder_cpu", "fine_classifier_cpu"},
 }
 
 
@@ -53,8 +53,10 @@ def test_profile_workflow_resolves_to_its_configs(tmp_path, workflow):
     args = assemble_args[0]
     opts = {k: args[i + 1] for i, k in enumerate(args) if k.startswith("--")}
     assert {"--phrases", "--classifier", "--fine-classifier", "--encoder"} <= set(opts)
-    # best: classifier and encoder come from one pipeline (one shared transformer)
-    assert (opts["--classifier"] == opts["--encoder"]) == (workflow == "all")
+    # both: the coarse classifier is the full-paper one (model-last, as cross-validated)
+    assert opts["--classifier"].endswith("/fullpaper/model-last")
+    # best: the encoder comes from the shared-transformer pipeline
+    assert opts["--encoder"].endswith("/rhetoric/model-best") == (workflow == "all")
     # the workflow ends with the package of the pipeline it assembled
     package = [args for _, args in lines if args[3:4] == ["package"]]
     assert package and package[-1][4] == args[4]

@@ -279,3 +279,17 @@ def test_cli_align_html_hook(model_dir, tmp_path):
     assert all(s["data-targets"].startswith("b-") for s in parsed.sents if s["id"].startswith("a-"))
     result = CliRunner().invoke(app, ["align", str(a), str(b), "--model", str(model_dir), "--html", str(a)])
     assert result.exit_code == 1 and "same path" in " ".join(result.output.split())
+
+
+def test_render_shows_the_papers_own_headings_with_their_category(nlp):
+    doc = doc_from_sentences(nlp, ["We study X.", "Nodes are papers.", "Edges are citations.", "We extract."],
+                             labels=["objective", "method", "method", "method"],
+                             sections=["introduction", "unknown", "unknown", "unknown"])
+    sents = list(doc.sents)
+    ext.set_span_values(doc, ext.HEADING, sents,
+                        ["1 Introduction", "2.1 Node Types", "2.2 Edge Types", "3 Extracting Metadata"])
+    page = render_paper(doc)
+    # four headings of the paper, not two category names
+    assert re.findall(r"<h2>([^<]*) <small", page) == [
+        "1 Introduction", "2.1 Node Types", "2.2 Edge Types", "3 Extracting Metadata"]
+    assert '<small class="rh-cat">[unknown]</small>' in page

@@ -63,9 +63,12 @@ EXPECTED = ["abstract", "introduction", "related work", "related work", "method"
 
 @pytest.fixture(scope="module")
 def nlp():
+    """The tagger with the learned heading classifier as the last resort
+    (``unmatched = "model"``): the tests of its decisions; the default
+    (``unknown``) is tested apart."""
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    nlp.add_pipe("rhetoric_section_tagger")
+    nlp.add_pipe("rhetoric_section_tagger", config={"unmatched": "model"})
     return nlp
 
 
@@ -112,14 +115,27 @@ def test_rules_first_match_wins_and_back_matter():
         HeadingRules([{"category": "method"}])
 
 
-def test_tag_heading_public_api(tagger):
+def test_tag_heading_public_api():
+    tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger")
     assert tagger.tag_heading("4.1 Experimental Results") == "results"
     assert tagger.tag_heading("Introduction") == "introduction"
     assert tagger.tag_heading("Related Work.") == "related work"
-    assert tagger.tag_heading("Hierarchical phrase-based translation") == "method"  # classifier
+    # a topical heading no rule decides: the explicit outcome, not the FeRoSA model's "method"
+    assert tagger.tag_heading("Hierarchical phrase-based translation") == "unknown"
+    assert tagger.tag_heading("Electrochemical Performance") == "unknown"
     assert tagger.tag_heading("Conclusions and Further Work") == "conclusion"
     assert tagger.tag_heading("Acknowledgments") == "other"
+    assert tagger.tag_heading("2. Materials and Methods") == "method"
+    assert tagger.tag_heading("Experimental") == "method"
+    assert set(tagger.labels) == set(CATEGORIES) | {"unknown"}
+
+
+def test_unmatched_model_keeps_the_learned_classifier():
+    tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger", config={"unmatched": "model"})
+    assert tagger.tag_heading("Hierarchical phrase-based translation") == "method"  # classifier
     assert set(tagger.labels) == set(CATEGORIES)
+    with pytest.raises(ValueError, match="unmatched"):
+        spacy.blank("en").add_pipe("rhetoric_section_tagger", config={"unmatched": "guess"})
 
 
 def test_tag_headings_inherit_and_back_matter(tagger):
@@ -133,7 +149,7 @@ def test_tag_headings_inherit_and_back_matter(tagger):
 
 
 def test_threshold_gives_other(tagger):
-    strict = SectionTagger(tagger.vocab, threshold=1.0)
+    strict = SectionTagger(tagger.vocab, threshold=1.0, unmatched="model")
     assert strict.tag_heading("Hierarchical phrase-based translation") == "other"
     assert strict.tag_heading("Introduction") == "introduction"  # a rule, no threshold
     with pytest.raises(ValueError, match="threshold"):

@@ -103,7 +103,7 @@ def test_split_outputs_are_written_atomically(tmp_path, monkeypatch):
     from spacy_rhetoric.splits import split_docbin
 
     write_corpus(tmp_path / "in.spacy", ["A", "B", "C", "D", "E"])
-    (tmp_path / "te.spacy").write_bytes(b"earlier")
+    (tmp_path / "te.spacy").write_bytes(b"x\x9cearlier")  # a DocBin starts as zlib data
     real_to_disk = DocBin.to_disk
     calls = []
 
@@ -118,7 +118,7 @@ def test_split_outputs_are_written_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(DocBin, "to_disk", failing_to_disk)
     with pytest.raises(OSError, match="disk full"):
         split_docbin(tmp_path / "in.spacy", tmp_path / "tr.spacy", tmp_path / "te.spacy")
-    assert (tmp_path / "te.spacy").read_bytes() == b"earlier"
+    assert (tmp_path / "te.spacy").read_bytes() == b"x\x9cearlier"
     assert not list(tmp_path.glob(".tmp-*"))
     assert all(Path(p).name.startswith(".tmp-") for p in calls)
 

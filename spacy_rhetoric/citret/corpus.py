@@ -5,7 +5,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterator, List, Sequence, Tuple, Union
 
-from .evaluation import Task1aEvaluation, Task1aScore, merge_annotators
+from .evaluation import Task1aEvaluation, Task1aScore, key_citances
 from .pairs import PairStats, PaperCitances, build_pairs, paper_citances_from_topic
 from .text import preprocess
 
@@ -51,10 +51,11 @@ def evaluate_topics(
     """Task 1a precision / recall / F1 of ``linker`` over ``topics`` with
     both protocols of :mod:`.evaluation` (``union`` and ``per_annotator``).
 
-    Every topic's annotation records are merged per citance (topic, citing
-    article, citance number). The result counts annotation records read and
-    skipped as malformed, citances read, scored and skipped (by reason: an
-    empty citation text), lists every scored citance (``"scored_citances"``:
+    Every topic's annotation records are merged per citance
+    (``evaluation.key_citances``: the citing sentence, not the annotators'
+    citance numbers). The result counts annotation records read, skipped as
+    malformed and not keyed (no citation text or offsets), citances read,
+    scored and skipped (by reason: an empty citation text), lists every scored citance (``"scored_citances"``:
     topic, citance number, citing article, predicted sids with scores, gold
     sids per annotator) and gives the wall time per scored citance (reference
     preparation included). The top-level P/R/F1 are the union protocol's."""
@@ -69,6 +70,7 @@ def evaluate_topics(
     skipped: Counter = Counter()
     scored: List[Dict] = []
     n_read = 0
+    n_unkeyed = 0
     seconds = 0.0
     for topic in tqdm(topics, desc="evaluating topics", disable=not progress):
         paper = read_reference_xml(topic.reference_xml)
@@ -76,7 +78,9 @@ def evaluate_topics(
         records, _ = read_topic_annotations(topic, stats=records_stats)
         score = Task1aScore()
         start = time.perf_counter()
-        for cit in merge_annotators(records):
+        citances, unkeyed = key_citances(records)
+        n_unkeyed += len(unkeyed)
+        for cit in citances:
             n_read += 1
             if not cit.text:
                 skipped["empty citation text"] += 1
@@ -103,6 +107,7 @@ def evaluate_topics(
             "records_read": records_stats.read,
             "records_malformed": records_stats.skipped,
             "malformed_examples": records_stats.examples,
+            "records_unkeyed": n_unkeyed,
             "citances_read": n_read,
             "citances_scored": len(scored),
             "citances_skipped": sum(skipped.values()),

@@ -36,10 +36,13 @@ class CitRetEncoder:
     """The CitRet sentence encoder: a ``SentenceTransformer`` (``.model``)
     giving mean-pooled, unnormalised sentence embeddings."""
 
-    def __init__(self, name_or_path: str, *, max_length: int = 128, model=None):
+    def __init__(self, name_or_path: str, *, max_length: int = 128, model=None, device=None):
+        """``device``: where the model runs (None: ``util.torch_device()``,
+        the device of spaCy's current ops)."""
         self.name = str(name_or_path)
         self.max_length = int(max_length)
-        self.model = model if model is not None else load_sentence_transformer(self.name, max_length=self.max_length)
+        self.model = model if model is not None else load_sentence_transformer(self.name, max_length=self.max_length,
+                                                                               device=device)
         self.model.eval()
 
     @property
@@ -49,7 +52,9 @@ class CitRetEncoder:
     def forward(self, texts: Sequence[str]):
         """Embeddings ``[N, D]`` as a torch tensor, with gradients when the
         model is in training mode."""
-        features = self.model.preprocess(list(texts))
+        from sentence_transformers.util import batch_to_device
+
+        features = batch_to_device(self.model.preprocess(list(texts)), self.model.device)
         return self.model(features)["sentence_embedding"]
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> numpy.ndarray:
@@ -67,12 +72,12 @@ class CitRetEncoder:
         atomic_write_json(path / META, {"name": self.name, "max_length": self.max_length})
 
     @classmethod
-    def load(cls, path: Union[str, Path], *, max_length: Optional[int] = None) -> "CitRetEncoder":
+    def load(cls, path: Union[str, Path], *, max_length: Optional[int] = None, device=None) -> "CitRetEncoder":
         """An encoder saved by :meth:`save` (or any transformer directory)."""
         path = Path(path)
         meta_path = path / META
         meta = json.loads(meta_path.read_text(encoding="utf8")) if meta_path.exists() else {}
-        enc = cls(str(path), max_length=max_length or meta.get("max_length", 128))
+        enc = cls(str(path), max_length=max_length or meta.get("max_length", 128), device=device)
         enc.name = meta.get("name", str(path))
         return enc
 
@@ -114,6 +119,7 @@ def finetune(
     """
     import torch
     from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
+    from sentence_transformers.util import batch_to_device
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
@@ -143,7 +149,7 @@ def finetune(
     ckpt = Path(checkpoint_dir) if checkpoint_dir else None
     if ckpt and resume and (ckpt / CHECKPOINT_STATE).exists():
         state = json.loads((ckpt / CHECKPOINT_STATE).read_text(encoding="utf8"))
-        saved = load_sentence_transformer(ckpt / "model", max_length=encoder.max_length)
+        saved = load_sentence_transformer(ckpt / "model", max_length=encoder.max_length, device=model.device)
         model.load_state_dict(saved.state_dict())
         optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
         scheduler.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=True))
@@ -171,9 +177,9 @@ def finetune(
                     continue  # already trained before the resume
                 if step >= total:
                     break
-                features = [model.preprocess([pairs[i][0] for i in idx]),
-                            model.preprocess([pairs[i][1] for i in idx])]
-                target = torch.tensor([float(pairs[i][2]) for i in idx])
+                features = [batch_to_device(model.preprocess([pairs[i][k] for i in idx]), model.device)
+                            for k in (0, 1)]
+                target = torch.tensor([float(pairs[i][2]) for i in idx], device=model.device)
                 value = loss_fn(features, target)
                 optimizer.zero_grad()
                 value.backward()

@@ -9,11 +9,20 @@ sentence-overlap scores and the CitRet authors' evaluation do):
     recall    = Σ |pred ∩ gold| / Σ |gold|
     F1        = 2 P R / (P + R)
 
-A citance is identified by its topic, citing article and citance number
-(:func:`citance_key`); the citation offsets are not used, because the CSV
-releases write a placeholder (``0``) there for every row. The records of one
-citance (one per annotator) are merged into one :class:`GoldCitance` that
-keeps each annotator's gold sids. Two protocols score the same predictions:
+A citance is a citing sentence (or run of sentences) of a citing paper, and
+it is keyed by what identifies it, not by its ``Citance Number``: annotators
+number citances inconsistently (the same number for two different citing
+sentences, two numbers for one). :func:`key_citances` groups the records of
+one citing article whose citation text, normalised (:func:`normalise_citance`:
+lower case, letters and digits only), is the same, or contains the other's
+whole (at least :data:`MIN_CONTAINED_WORDS` words: one annotator took one
+sentence, another two); a record without citation text is identified by its
+citation offsets, unless they are the CSV releases' placeholder ``0``; a
+record with neither cannot be keyed and is counted, not scored. A citance's
+key is ``(topic, citing article, its citance numbers joined by "+")``. The
+records of one citance (one per annotator, or several of one annotator) are
+merged into one :class:`GoldCitance` that keeps each annotator's gold sids.
+Two protocols score the same predictions:
 
 - ``union``: one gold set per citance, the UNION of its annotators' sids
   (the convention of the CitRet authors' evaluation code); each citance is
@@ -24,15 +33,18 @@ keeps each annotator's gold sids. Two protocols score the same predictions:
   annotator is the record's ``Annotator`` value, or its annotation file when
   that field is missing (older releases have one file per annotator).
 """
+import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 UNNAMED = "(file {})"
+MIN_CONTAINED_WORDS = 5
+_NON_WORD = re.compile(r"[^0-9a-z]+")
 
 
 @dataclass
 class GoldCitance:
-    key: Tuple[str, str, str]  # (topic, citing article, citance number)
+    key: Tuple[str, str, str]  # (topic, citing article, citance number(s) joined by "+")
     text: str
     gold_by_annotator: Dict[str, List[str]] = field(default_factory=dict)
     records: List = field(default_factory=list)
@@ -56,8 +68,89 @@ class GoldCitance:
 
 
 def citance_key(record) -> Tuple[str, str, str]:
-    """``(topic, citing article, citance number)`` of an annotation record."""
+    """``(topic, citing article, citance number)`` of an annotation record
+    as its annotator numbered it (not the key of :func:`key_citances`)."""
     return (str(record.topic), str(record.citing_article).strip(), str(record.citance_number).strip())
+
+
+def normalise_citance(text: Optional[str]) -> str:
+    """Lower case, runs of anything but letters and digits as one space."""
+    return " ".join(_NON_WORD.sub(" ", (text or "").lower()).split())
+
+
+def citance_identity(record) -> Optional[str]:
+    """What identifies the citing sentence(s) of a record: its normalised
+    citation text, else its citation offsets (``0`` is a placeholder), else
+    None."""
+    text = normalise_citance(record.citation_text)
+    if text:
+        return text
+    offsets = sorted({str(o).strip() for o in record.citation_offsets} - {"", "0"})
+    return "offsets:" + ",".join(offsets) if offsets else None
+
+
+def _same_citance(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if a.startswith("offsets:") or b.startswith("offsets:"):
+        return False
+    short, long_ = sorted((a, b), key=len)
+    return len(short.split()) >= MIN_CONTAINED_WORDS and f" {short} " in f" {long_} "
+
+
+def _number_sort(value: str):
+    return (0, int(value), "") if value.isdigit() else (1, 0, value)
+
+
+def key_citances(records: Iterable) -> Tuple[List["GoldCitance"], List]:
+    """``(citances, unkeyed records)``: one :class:`GoldCitance` per citance
+    (see the module docstring), in order of first record, each annotator's
+    gold sids kept (in order, without repeats); the records that cannot be
+    keyed (no citation text, no real citation offsets) apart."""
+    records = list(records)
+    position = {id(rec): i for i, rec in enumerate(records)}
+    unkeyed = []
+    groups: Dict[Tuple[str, str], List[Tuple[str, List]]] = {}  # (topic, citing) -> [(identity, records)]
+    for rec in records:
+        identity = citance_identity(rec)
+        if identity is None:
+            unkeyed.append(rec)
+            continue
+        clusters = groups.setdefault((str(rec.topic), str(rec.citing_article).strip()), [])
+        hits = [i for i, (ident, _) in enumerate(clusters) if _same_citance(identity, ident)]
+        if not hits:
+            clusters.append((identity, [rec]))
+            continue
+        ident, members = clusters[hits[0]]
+        members.append(rec)
+        for i in reversed(hits[1:]):  # the record joins two clusters: one citance
+            members.extend(clusters[i][1])
+            del clusters[i]
+        clusters[hits[0]] = (max(ident, identity, key=len), members)
+    found = [(where, sorted(members, key=lambda r: position[id(r)]))
+             for where, clusters in groups.items() for _, members in clusters]
+    found.sort(key=lambda item: position[id(item[1][0])])
+    citances: List[GoldCitance] = []
+    seen_keys = set()
+    for where, members in found:
+        numbers = sorted({str(r.citance_number).strip() for r in members}, key=_number_sort)
+        key = (where[0], where[1], "+".join(numbers))
+        n = 2
+        while key in seen_keys:  # the same numbers for two citances: keep them apart
+            key = (where[0], where[1], f"{'+'.join(numbers)}#{n}")
+            n += 1
+        seen_keys.add(key)
+        cit = GoldCitance(key, "")
+        for rec in members:
+            sids = cit.gold_by_annotator.setdefault(annotator_of(rec), [])
+            for sid in (str(s).strip() for s in rec.reference_offsets):
+                if sid and sid not in sids:
+                    sids.append(sid)
+            if not cit.text:
+                cit.text = (rec.citation_text or "").strip()
+            cit.records.append(rec)
+        citances.append(cit)
+    return citances, unkeyed
 
 
 def annotator_of(record) -> str:
@@ -67,22 +160,8 @@ def annotator_of(record) -> str:
 
 
 def merge_annotators(records: Iterable) -> List["GoldCitance"]:
-    """One :class:`GoldCitance` per citance key, in order of first record;
-    each annotator's gold sids kept (in order, without repeats)."""
-    merged: Dict[Tuple, GoldCitance] = {}
-    for rec in records:
-        key = citance_key(rec)
-        if key not in merged:
-            merged[key] = GoldCitance(key, (rec.citation_text or "").strip())
-        cit = merged[key]
-        sids = cit.gold_by_annotator.setdefault(annotator_of(rec), [])
-        for sid in (str(s).strip() for s in rec.reference_offsets):
-            if sid and sid not in sids:
-                sids.append(sid)
-        if not cit.text:
-            cit.text = (rec.citation_text or "").strip()
-        cit.records.append(rec)
-    return list(merged.values())
+    """The citances of :func:`key_citances` (unkeyed records left out)."""
+    return key_citances(records)[0]
 
 
 def overlap_counts(predicted: Sequence[str], gold: Iterable[str]) -> Tuple[int, int, int]:

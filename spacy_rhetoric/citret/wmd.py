@@ -59,7 +59,9 @@ def _is_text_format(path: Path) -> bool:
 
 def check_word2vec_header(path: Path) -> None:
     """Refuse anything that is not a word2vec file before gensim reads it:
-    the first line must be ``<number of words> <dimensions>``."""
+    the first line must be ``<number of words> <dimensions>``, and the file
+    must be large enough to hold what it declares (gensim allocates
+    words x dimensions floats from the header alone)."""
     import gzip
 
     with path.open("rb") as fh:
@@ -72,6 +74,15 @@ def check_word2vec_header(path: Path) -> None:
             first = fh.readline(200)
     parts = first.split()
     if len(parts) == 2 and all(p.isdigit() for p in parts):
+        words, dim = int(parts[0]), int(parts[1])
+        # a binary row holds dim float32s, a text row at least dim "0 "s
+        need = words * dim * (2 if _is_text_format(path) else 4)
+        size = path.stat().st_size
+        room = size * 1032 if head == GZIP_HEAD else size  # deflate expands at most ~1032x
+        if need > room:
+            raise ValueError(f"{path}:1: the header declares {words:,} words x {dim:,} dimensions "
+                             f"(at least {need:,} bytes) but the file has {size:,} bytes: truncated or not "
+                             "a word2vec file")
         return
     if head[:1] == b"\x80" or path.suffix.lower() in (".kv", ".model", ".pkl", ".pickle"):
         raise ValueError(

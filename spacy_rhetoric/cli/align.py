@@ -37,6 +37,7 @@ def align_cli(
                               help="Characters of each sentence shown in the table (0 = full)"),
     html_output: Optional[Path] = typer.Option(None, "--html", help="Also write the two papers side by side, "
                                                "linked, as a self-contained HTML page (render.render_alignment)"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Print, for each sentence of A, its best match(es) in B with the score."""
     import spacy
@@ -51,7 +52,8 @@ def align_cli(
         check_input(paper_a, what="paper A")
         check_input(paper_b, what="paper B")
         inputs = [paper_a, paper_b] + ([Path(model)] if Path(model).exists() else [])
-        check_outputs({"output": output, "HTML output": html_output}, inputs=inputs)
+        check_outputs({"output": output, "HTML output": html_output}, inputs=inputs,
+                      kinds={"output": "jsonl", "HTML output": "html"}, force=force)
         prepare_outputs({"output": output, "HTML output": html_output})
         try:
             nlp = spacy.load(model)

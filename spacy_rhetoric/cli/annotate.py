@@ -41,6 +41,7 @@ def annotate_command(
     limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Only the first N input files (sorted by path); 0 = all"),
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard the shards of an earlier run in OUTPUT instead of resuming"),
+    force: bool = typer.Option(False, "--force", help="Replace annotations.jsonl / .spacy / summary.json in OUTPUT that no annotate run wrote"),
     grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
                                          help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read its "
                                               "TEI; without it (the default) PDFs are read directly"),
@@ -53,7 +54,7 @@ def annotate_command(
         summary = annotate_corpus(
             pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
             n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,
-            overwrite=overwrite, show_progress=True, grobid=grobid,
+            overwrite=overwrite, show_progress=True, force=force, grobid=grobid,
         )
     if not summary["sentences"]:
         nothing_done(f"the {summary['papers']} papers read hold no sentences")
@@ -61,6 +62,12 @@ def annotate_command(
         f"{summary['inputs_annotated']} inputs ({summary['inputs_resumed']} from an earlier run), "
         f"{summary['papers']} papers, {summary['sentences']} sentences -> {', '.join(summary['outputs'].values())}"
     )
+    if summary["papers_kept_apart_by_extension"]:
+        msg.warn(f"{summary['papers_kept_apart_by_extension']} papers share a name with another file beside them "
+                 "(e.g. X.tei.xml and X.json): their paper ids keep the extension, nothing is merged")
+    for paper, keys in list(summary["paper_ids_in_several_inputs"].items())[:20]:
+        msg.warn(f"paper id {paper!r} is in {len(keys)} inputs ({', '.join(keys[:3])}); "
+                 "their records are kept apart by the 'input' field, nothing is merged")
     timing = summary["timing"]
     if timing["sentences_per_second"]:
         msg.info(f"{timing['papers_per_second']:.2f} papers/s, {timing['sentences_per_second']:.0f} sentences/s")

@@ -44,6 +44,10 @@ def non_negative_int(value: int) -> int:
     return value
 
 
+# --gpu-id of the sub-commands that run torch models (as spacy train's): -1 = CPU, N = GPU N.
+GPU_ID_HELP = "GPU id for the torch models (-1 = CPU), as spacy train --gpu-id"
+
+
 def nothing_done(reason: str) -> None:
     """Exit 1 with a line saying why nothing usable was produced."""
     fail(f"Nothing done: {reason}")

@@ -22,6 +22,7 @@ FORMATS: Dict[str, str] = {
     "scicite": "SciCite JSON lines, one Doc per citation context",
     "acl-arc": "ACL-ARC JSON lines, one Doc per citation context",
     "clscisumm": "CL-SciSumm topics dir, one Doc per reference paper",
+    "mulms-az": "MuLMS-AZ .jsonl (expert zones of full papers), one Doc per paper with headings and gold labels",
     "tei": "GROBID TEI XML paper(s), a file or a folder, one Doc per paper",
     "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
     "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
@@ -41,6 +42,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
     from ..readers.citation_intent import read_citation_intent
     from ..readers.clscisumm import read_reference_docs
     from ..readers.csabstruct import read_csabstruct
+    from ..readers.mulms import read_mulms
     from ..readers.pmc import read_pmc_sents
 
     readers = {
@@ -49,6 +51,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
         "scicite": read_citation_intent,
         "acl-arc": read_citation_intent,
         "clscisumm": read_reference_docs,
+        "mulms-az": read_mulms,
     }
     return readers[fmt]
 
@@ -58,12 +61,14 @@ class NothingConverted(ValueError):
 
 
 def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str = "en",
-                   limit: int = 0, errors: str = "skip", progress: bool = False, grobid: Optional[str] = None):
+                   limit: int = 0, errors: str = "skip", progress: bool = False, force: bool = False,
+                   grobid: Optional[str] = None):
     """Convert ``input_path`` and write ``output_path`` (atomically); returns
     the ReadStats. Paths are checked first (``io.check_input``/``check_output``:
     PathError); :class:`NothingConverted` when no record was usable (the output
-    is then left as it was). ``grobid``: a GROBID server's URL that PDFs are
-    sent to (paper formats only)."""
+    is then left as it was). An existing output that is not a DocBin is
+    replaced only with ``force``. ``grobid``: a GROBID server's URL that PDFs
+    are sent to (paper formats only)."""
     import spacy
     from spacy.tokens import DocBin
     from tqdm import tqdm
@@ -78,7 +83,7 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
     directory = fmt in DIRECTORY_FORMATS
     input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
                              dir_ok=directory or fmt in PAPER_FORMATS)
-    output_path = check_output(output_path, what="output", inputs=[input_path])
+    output_path = check_output(output_path, what="output", inputs=[input_path], kind="spacy", force=force)
     prepare_outputs({"output": output_path})
     nlp = spacy.blank(lang)
     stats = ReadStats(name=f"{fmt} {input_path}")
@@ -127,6 +132,7 @@ def convert_cli(
     limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Stop after N docs (0 = all)"),
     errors: str = typer.Option("skip", "--errors", callback=_check_errors,
                                help="'skip' malformed records (counted) or 'raise' at the first"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
     grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
                                          help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read "
                                               "its TEI; without it PDFs are read directly"),
@@ -135,7 +141,7 @@ def convert_cli(
     with guard("convert"):
         try:
             stats = convert_corpus(fmt, input_path, output_path, lang=lang, limit=limit, errors=errors,
-                                   progress=True, grobid=grobid)
+                                   progress=True, force=force, grobid=grobid)
         except NothingConverted as err:
             nothing_done(str(err))
     msg.info(f"Records read: {stats.read}")

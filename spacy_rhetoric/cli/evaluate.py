@@ -215,6 +215,7 @@ def evaluate_cli(
                              "documents (sentences see their neighbours); 'sentence': each labelled sentence on its own"),
     label_field: str = typer.Option("label", "--label-field", help="Predicted field scored against the gold "
                                     "labels: 'label' (coarse classifier) or 'fine_label' (fine classifier)"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Retrieval (P@1, MAP@R), downstream classifiers (F1-micro, trained on
     --train), k-means clustering (ARI/AMI/Silhouette), the function
@@ -232,7 +233,9 @@ def evaluate_cli(
         inputs += [Path(spec) for spec in specs if not spec.startswith(RAW_PREFIX) and Path(spec).exists()]
         outputs = {"report (-o)": output}
         outputs.update({f"t-SNE plot of {spec}": path for spec, path in tsne_paths.items()})
-        check_outputs(outputs, inputs=inputs)
+        kinds = {what: "png" for what in outputs}
+        kinds["report (-o)"] = "json"
+        check_outputs(outputs, inputs=inputs, kinds=kinds, force=force)
         vocab = Vocab()
         dev_docs = read_docbin(dev_path, vocab, limit)
         train_docs = read_docbin(train, vocab, limit) if train is not None else None

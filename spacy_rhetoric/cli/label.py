@@ -52,6 +52,7 @@ def label_command(
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard shards of an earlier build in OUTPUT instead of resuming"),
     merge_only: bool = typer.Option(False, "--merge-only", help="Label nothing: merge the shards that exist (snapshot of an unfinished build)"),
+    force: bool = typer.Option(False, "--force", help="Replace train/valid/summary files in OUTPUT that no label run wrote"),
 ) -> None:
     """Label the sentences of a corpus with the phrase-n-gram root labeler and
     write a de-duplicated, by-paper train/validation split. Rerun the same
@@ -68,7 +69,7 @@ def label_command(
             inputs, output, phrases=phrases, parser=parser, n=n, min_phrase_length=min_phrase_length,
             code=code, n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers,
             seed=seed, valid_fraction=valid_fraction, limit=limit, overwrite=overwrite, show_progress=True,
-            merge_only=merge_only,
+            merge_only=merge_only, force=force,
         )
     if not summary["labeled_kept"]:
         nothing_done(f"no sentence of the {summary['sentences']} read matched a phrase n-gram; "

@@ -21,8 +21,9 @@ from wasabi import msg
 
 from ..citret.wmd import check_word2vec_header, load_vectors
 from ..io import PathError, atomic_write_json, atomic_write_lines, check_input, check_output
+from ..util import torch_device
 from . import app
-from .common import fail, guard, non_negative_int, nothing_done, positive_int, split_ids
+from .common import GPU_ID_HELP, fail, guard, non_negative_int, nothing_done, positive_int, split_ids
 
 ANN_RE = re.compile(r"citance\s+number\s*:", re.IGNORECASE)
 
@@ -83,13 +84,28 @@ def build_linker(
     return nlp, linker
 
 
+def _text(path: Path, what: str) -> str:
+    """The text of a reference or citances file ('-' = stdin), the same
+    checks for both: UTF-8 (a BOM allowed), no NUL bytes; a ValueError
+    naming the file otherwise."""
+    data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    if b"\x00" in data:
+        raise ValueError(f"{what} {path}: binary file (NUL bytes), expected UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ValueError(f"{what} {path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
+                         "convert it to UTF-8 first") from None
+
+
 def _read_reference(nlp, path: Path):
     from ..readers.clscisumm import read_reference_xml, reference_doc
     from ..readers.common import doc_from_sentences
 
     if path.suffix.lower() == ".xml":
         return reference_doc(nlp, read_reference_xml(path))
-    lines = [line.strip() for line in path.read_text(encoding="utf8").splitlines()]
+    lines = [line.strip() for line in _text(path, "reference file").splitlines()]
     sents = [line for line in lines if line]
     # plain text: one sentence per line, sid = line number (1-based, blank lines counted)
     sids = [str(i + 1) for i, line in enumerate(lines) if line]
@@ -101,7 +117,10 @@ def _read_citances(path: Path):
     from ..citret.evaluation import merge_annotators
     from ..readers.clscisumm import read_annotations
 
-    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf8", errors="replace")
+    if str(path) != "-" and ".ann" in path.name:
+        text = ""  # an annotation file: read_annotations decodes its mixed encodings
+    else:
+        text = _text(path, "citances file")
     first = next((line for line in text.splitlines() if line.strip()), "")
     if str(path) != "-" and (ANN_RE.search(first) or ".ann" in path.name):
         records, skipped = read_annotations(path)
@@ -118,7 +137,7 @@ def _read_citances(path: Path):
 
 
 def _check_link_paths(paths: List[Path], evaluate: bool, model: Optional[Path], vectors: Optional[Path],
-                      output: Optional[Path]) -> None:
+                      output: Optional[Path], force: bool = False) -> None:
     """Every input exists with the right kind and ``output`` can be written
     (not an input), before anything is loaded. Raises PathError."""
     if evaluate:
@@ -137,7 +156,7 @@ def _check_link_paths(paths: List[Path], evaluate: bool, model: Optional[Path], 
         check_input(vectors, what="--vectors file")
     if output is not None:
         inputs = [p for p in paths if str(p) != "-"] + [p for p in (vectors,) if p is not None]
-        check_output(output, what="--output", inputs=inputs)
+        check_output(output, what="--output", inputs=inputs, kind="json" if evaluate else "jsonl", force=force)
 
 
 @app.command("link")
@@ -156,6 +175,8 @@ def link_cli(
     k: int = typer.Option(3, "-k", callback=positive_int, help="Sentences returned per citance (>= 1)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSON(L) output file (default stdout)"),
     threads: int = typer.Option(1, callback=non_negative_int, help="torch threads (0 = torch default)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Rank reference-paper sentences for citing sentences (CitRet).
 
@@ -173,12 +194,13 @@ def link_cli(
     from ..readers.clscisumm import select_topics
 
     with guard("link"):
-        _check_link_paths(paths, evaluate, model, vectors, output)
+        _check_link_paths(paths, evaluate, model, vectors, output, force)
         chosen = select_topics(paths, include=split_ids(topics)) if evaluate else None
         if evaluate and not chosen:
             nothing_done("no topics selected")
         if vectors is not None:
             check_word2vec_header(vectors)
+        device = torch_device(gpu_id)
     _threads(threads)
     try:
         with guard("link"):
@@ -186,13 +208,15 @@ def link_cli(
     except OSError as err:  # a pipeline or encoder directory that transformers / spaCy cannot read
         what = f"--model {model}" if model is not None and encoder is None else f"the encoder {encoder or ''}"
         fail(f"link: cannot load {what.strip()}: {str(err).splitlines()[0]}")
+    linker.encoder.model.to(device)
     if evaluate:
         result = evaluate_topics(linker, nlp, chosen, k=k)
         result["settings"] = linker.settings.to_dict()
         result["encoder"] = encoder or (str(model) if model else linker.cfg["model_name"])
         result["vectors"] = str(vectors) if vectors else linker.cfg.get("vectors_path")
         counts = result["counts"]
-        msg.info(f"{counts['records_read']} annotation records read ({counts['records_malformed']} malformed), "
+        msg.info(f"{counts['records_read']} annotation records read ({counts['records_malformed']} malformed, "
+                 f"{counts['records_unkeyed']} without citation text or offsets: not keyed), "
                  f"{counts['citances_read']} citances read, {counts['citances_scored']} scored, "
                  f"{counts['citances_skipped']} skipped" + (f" {result['skipped']}" if result["skipped"] else ""))
         union, per_ann = result["protocols"]["union"], result["protocols"]["per_annotator"]
@@ -216,6 +240,8 @@ def link_cli(
     with guard("link"):
         reference = _read_reference(nlp, paths[0])
         citances = _read_citances(paths[1])
+    if not len(reference) or not any(sent.text.strip() for sent in reference.sents):
+        nothing_done(f"no sentence in the reference file {paths[0]}")
     if not citances:
         nothing_done(f"no citance in {paths[1]}")
     lines = []
@@ -246,6 +272,7 @@ def link_train_cli(
     checkpoint_every: int = typer.Option(200),
     no_preprocess: bool = typer.Option(False, "--no-preprocess", help="Encode raw text (linker preprocess_for_encoder=false)"),
     threads: int = typer.Option(1, help="torch threads (0 = torch default)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """Fine-tune the CitRet encoder with the cosine-similarity pair loss on
     pairs built per citance (cited 1.0, same paper 0.3, other paper 0.0).
@@ -263,6 +290,7 @@ def link_train_cli(
             check_input(root, what="topic directory", file_ok=False, dir_ok=True)
         check_output(output, what="--output", inputs=roots, dir_ok=True)
         chosen = select_topics(roots, include=split_ids(topics), exclude=split_ids(exclude_topics))
+        device = torch_device(gpu_id)
     if not chosen:
         nothing_done("no topics selected")
     _threads(threads)
@@ -277,7 +305,7 @@ def link_train_cli(
     if not pairs:
         nothing_done("no training pairs (no citance with a citation text and a gold sentence)")
     pairs = encoder_pairs(pairs, not no_preprocess)
-    encoder = CitRetEncoder(base_model, max_length=max_length)
+    encoder = CitRetEncoder(base_model, max_length=max_length, device=device)
     start = time.perf_counter()
     if max_steps is not None and max_steps <= 0:
         max_steps = None
@@ -306,6 +334,7 @@ def link_word2vec_cli(
     epochs: int = typer.Option(5),
     seed: int = typer.Option(0),
     workers: int = typer.Option(1),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Train Word2Vec on the pre-processed full texts of the reference papers
     (the word vectors of CitRet's WMD) and save them in word2vec format."""
@@ -318,7 +347,7 @@ def link_word2vec_cli(
     with guard("link-word2vec"):
         for root in roots:
             check_input(root, what="topic directory", file_ok=False, dir_ok=True)
-        check_output(output, what="--output", inputs=roots)
+        check_output(output, what="--output", inputs=roots, kind="word2vec", force=force)
         chosen = select_topics(roots, exclude=split_ids(exclude_topics))
     if not chosen:
         nothing_done("no topics selected")

@@ -98,6 +98,7 @@ def map_cli(
     max_points: int = typer.Option(5000, "--max-points", callback=positive_int, help="Sentences drawn at most"),
     seed: int = typer.Option(0, "--seed", help="Seed of the subsample and of t-SNE"),
     title: Optional[str] = typer.Option(None, "--title", help="Plot title"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """2-d t-SNE map of sentence vectors coloured by label."""
     from ..evaluation import tsne_plot
@@ -109,7 +110,7 @@ def map_cli(
             check_input(path, what="corpus", dir_ok=True)
         if output.suffix.lower() != ".png":
             raise ValueError(f"output {output} must be a .png file")
-        check_outputs({"output": output}, inputs=list(corpus))
+        check_outputs({"output": output}, inputs=list(corpus), kinds={"output": "png"}, force=force)
         prepare_outputs({"output": output})
         if len(corpus) == 1 and (corpus[0] / CONFIG_FILE).is_file():
             vectors, labels, total = index_vectors(corpus[0], max_points, seed)

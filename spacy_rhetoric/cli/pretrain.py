@@ -6,8 +6,9 @@ from typing import Optional
 import typer
 from wasabi import msg
 
+from ..util import torch_device
 from . import app
-from .common import guard, split_ids
+from .common import GPU_ID_HELP, guard, split_ids
 
 
 @app.command("pretrain-sentmask")
@@ -29,6 +30,7 @@ def pretrain_sentmask_cli(
     epochs: int = typer.Option(1, "--epochs"),
     max_steps: int = typer.Option(0, "--max-steps", help="Stop after this many steps (0 = epochs decide)"),
     seed: int = typer.Option(0, "--seed"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """SENT-MASK pre-training; writes a model directory for
     [components.transformer.model.name] name = OUTPUT/model."""
@@ -39,9 +41,10 @@ def pretrain_sentmask_cli(
             model=model, window_sents=window_sents, targets_per_window=targets_per_window,
             max_sentence_tokens=max_sentence_tokens, n_negatives=n_negatives, temperature=temperature,
             mlm_weight=mlm_weight, learn_rate=learn_rate, warmup_steps=warmup_steps,
-            windows_per_step=windows_per_step, epochs=epochs, max_steps=max_steps, seed=seed,
+            windows_per_step=windows_per_step, epochs=epochs, max_steps=max_steps, seed=seed, gpu_id=gpu_id,
         )
         settings.check()
+        torch_device(gpu_id)  # a GPU that is not there: one line, before any work
         papers = read_papers(input_path, limit=limit)
         if not papers:
             raise ValueError(f"no papers read from {input_path}")
@@ -73,6 +76,7 @@ def train_cosaemb_cli(
     epochs: int = typer.Option(1, "--epochs"),
     max_steps: int = typer.Option(0, "--max-steps", help="Stop after this many steps (0 = epochs decide)"),
     seed: int = typer.Option(0, "--seed"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """COSAEMB section-aware chunk embeddings (graded triplet margins); the
     model directory is the model_name of rhetoric_section_encoder."""
@@ -82,9 +86,10 @@ def train_cosaemb_cli(
         settings = CosaembSettings(
             model=model, max_length=max_length, m_local=m_local, m_global=m_global, m_inter=m_inter,
             learn_rate=learn_rate, warmup_steps=warmup_steps, batch_size=batch_size, epochs=epochs,
-            max_steps=max_steps, seed=seed,
+            max_steps=max_steps, seed=seed, gpu_id=gpu_id,
         )
         settings.check()
+        torch_device(gpu_id)
         corpus = clscisumm_corpus(input_path, limit_topics=limit_topics, max_citing=max_citing,
                                   include=split_ids(topics), exclude=split_ids(exclude_topics))
         if not corpus.papers:

@@ -69,6 +69,7 @@ def render_cli(
     output: Path = typer.Option(..., "--output", "-o", help="HTML file to write"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Pipeline that annotates PAPER"),
     title: Optional[str] = typer.Option(None, "--title", help="Page title (default: paper title or id)"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Render an annotated paper as one self-contained HTML page."""
     from ..io import atomic_write_text, check_input, check_outputs, prepare_outputs
@@ -77,7 +78,7 @@ def render_cli(
     with guard("render"):
         check_input(paper, what="paper")
         inputs = [paper] + ([Path(model)] if model and Path(model).exists() else [])
-        check_outputs({"output": output}, inputs=inputs)
+        check_outputs({"output": output}, inputs=inputs, kinds={"output": "html"}, force=force)
         prepare_outputs({"output": output})
         docs = annotated_docs(paper, model)
         page = render_paper(docs, title=title)

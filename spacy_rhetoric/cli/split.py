@@ -17,12 +17,13 @@ def split_cli(
     test_path: Path = typer.Argument(..., metavar="TEST", help="Output .spacy for the test side"),
     share: float = typer.Option(0.8, "--share", help="Share of the doc ids on the train side"),
     seed: int = typer.Option(0, "--seed", help="Seed of the id shuffle"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Split a .spacy corpus by document id (no document on both sides)."""
     from ..splits import split_docbin
 
     with guard("split"):
-        counts = split_docbin(input_path, train_path, test_path, share=share, seed=seed)
+        counts = split_docbin(input_path, train_path, test_path, share=share, seed=seed, force=force)
     msg.good(
         f"train: {counts['train_ids']} ids, {counts['train_docs']} docs, {counts['train_sentences']} sentences "
         f"-> {train_path}; test: {counts['test_ids']} ids, {counts['test_docs']} docs, "

@@ -15,10 +15,12 @@ from .settings import (
     SUMMARY_FILE,
     CorpusBuildError,
     LabelSettings,
+    check_build_dir,
     import_code,
     phrases_digest,
     prepare_output_dir,
     read_phrase_list,
+    remove_failed_build,
 )
 from .shards import read_shard_header, shard_path
 
@@ -45,6 +47,7 @@ def check_build_args(
     batch_size: int,
     workers: int,
     valid_fraction: float,
+    force: bool = False,
 ) -> None:
     """Every argument and path a build needs, checked before any work: an
     error (``PathError`` or ``CorpusBuildError``) that names what is wrong."""
@@ -52,10 +55,12 @@ def check_build_args(
         raise CorpusBuildError("no inputs given")
     for path in inputs:
         check_input(path, what="input", dir_ok=True)
-    check_output(out_dir, what="output directory", inputs=inputs, dir_ok=True)
+    # inside an input folder is fine: a build never reads the files of a build
+    check_output(out_dir, what="output directory", inputs=inputs, dir_ok=True, inside_ok=inputs)
     for path in output_paths(out_dir).values():
         if path.is_dir():
             raise CorpusBuildError(f"output {path} is an existing directory, expected a file path")
+    check_build_dir(out_dir, [p.name for p in output_paths(out_dir).values()] + [SUMMARY_FILE], force)
     if isinstance(phrases, (str, Path)):
         check_input(phrases, what="phrase list", dir_ok=True)
     if code:
@@ -90,6 +95,7 @@ def build_corpus(
     show_progress: bool = False,
     on_shard: OnShard = None,
     merge_only: bool = False,
+    force: bool = False,
 ) -> Dict[str, Any]:
     """Label a corpus and write the distant-supervision set to ``output_dir``.
 
@@ -106,7 +112,7 @@ def build_corpus(
     out_dir = Path(output_dir)
     check_build_args(inputs, out_dir, phrases=phrases, code=code, n=n, min_phrase_length=min_phrase_length,
                      n_process=n_process, batch_size=batch_size, workers=workers,
-                     valid_fraction=valid_fraction)
+                     valid_fraction=valid_fraction, force=force)
     import_code(code)
     min_phrase_length = int(min_phrase_length) if min_phrase_length else int(n)
     settings = LabelSettings(parser=parser, n=int(n), exclude=tuple(exclude), code=str(code) if code else None,
@@ -123,6 +129,7 @@ def build_corpus(
         "phrases_sha1": phrases_digest(pairs),
         "n_phrases": len(pairs),
     }
+    created = not out_dir.exists()
     shard_dir = prepare_output_dir(out_dir, config, overwrite)
 
     pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
@@ -146,6 +153,9 @@ def build_corpus(
                 build_nlp(settings, pairs), pending, shard_dir, skipped,
                 n_process=n_process, batch_size=batch_size, on_shard=on_shard, progress=progress,
             )
+    except ValueError:  # e.g. no n-gram left for --n: nothing labeled, nothing left behind
+        remove_failed_build(out_dir, created)
+        raise
     finally:
         progress.close()
 
@@ -169,6 +179,7 @@ def build_corpus(
     if not n_with_shard:
         if merge_only:
             raise CorpusBuildError(f"{out_dir} holds no labeled input yet: nothing to merge (run without --merge-only)")
+        remove_failed_build(out_dir, created)
         raise CorpusBuildError(
             f"none of the {len(all_inputs)} inputs is usable"
             + (f" (e.g. {skipped[0]['reason']})" if skipped else "")

@@ -27,6 +27,27 @@ RunResult = Tuple[int, int, float]
 ReadItems = Callable[[InputFile], Optional[Tuple[Any, Iterable[Tuple[Any, Any]]]]]
 
 
+def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
+    """``n_process`` bounded by the CPUs this process may use and by
+    ``n_items`` (the units of work, when known), with a warning that says
+    so: more processes than either only costs start-up time and memory (and
+    open files: thousands end in "Too many open files")."""
+    import os
+
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    limit = max(1, min(cpus, n_items if n_items else cpus))
+    if n_process > limit:
+        from wasabi import msg
+
+        what = f"{cpus} CPUs" + (f" and {n_items} inputs" if n_items else "")
+        msg.warn(f"--n-process {n_process} is more than this run can use ({what}): using {limit}")
+        return limit
+    return n_process
+
+
 def stream_inputs(
     nlp: Language,
     pending: Sequence[InputFile],
@@ -37,6 +58,7 @@ def stream_inputs(
     n_process: int,
     batch_size: int,
     disable: Sequence[str] = (),
+    max_processes: Optional[int] = None,
 ) -> None:
     """The items of all pending inputs through one ordered ``nlp.pipe(...,
     as_tuples=True)`` stream. ``read(input)`` gives the input's payload and
@@ -44,7 +66,10 @@ def stream_inputs(
     every doc out of the pipeline; ``finish(input, payload, results)`` is
     called, in input order, as soon as the input's last item is out, so
     memory is bounded by the inputs in flight. ``disable``: components left
-    out (e.g. sentence splitters for Docs with preset boundaries)."""
+    out (e.g. sentence splitters for Docs with preset boundaries).
+    ``n_process`` is bounded by the CPUs and ``max_processes``
+    (:func:`bounded_processes`)."""
+    n_process = bounded_processes(n_process, max_processes)
     in_flight: "OrderedDict[str, Tuple[InputFile, Any, int, List[Any]]]" = OrderedDict()
 
     def feed() -> Iterator[Tuple[Any, Tuple[str, Any]]]:

@@ -76,6 +76,29 @@ def phrases_digest(pairs: PhrasePairs) -> str:
     return h.hexdigest()
 
 
+def check_build_dir(out_dir: Path, names: Sequence[str], force: bool = False) -> None:
+    """Refuse an output directory that holds files a build writes (``names``)
+    that no build wrote (no ``build_config.json`` beside them), unless
+    ``force``: they are somebody else's."""
+    if force or (out_dir / CONFIG_FILE).is_file():
+        return
+    foreign = [name for name in names if (out_dir / name).exists()]
+    if foreign:
+        raise CorpusBuildError(
+            f"{out_dir} holds {', '.join(foreign)} that no build wrote (no {CONFIG_FILE}); refusing to overwrite "
+            "them: choose another output directory or pass --force to replace them")
+
+
+def remove_failed_build(out_dir: Path, created: bool) -> None:
+    """A build that made ``out_dir`` and produced nothing leaves nothing
+    behind (not a folder holding only ``build_config.json``)."""
+    import shutil
+
+    shard_dir = out_dir / SHARD_DIR
+    if created and not (shard_dir.is_dir() and any(shard_dir.iterdir())):
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
 def prepare_output_dir(out_dir: Path, config: Dict[str, Any], overwrite: bool) -> Path:
     """Create ``out_dir/shards``, refuse to resume a build with other settings
     (unless ``overwrite``: its shards are removed), clean up temporary files of

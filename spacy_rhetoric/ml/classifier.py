@@ -15,6 +15,7 @@ label probabilities, one row per sentence in the order of ``indices``.
 """
 from typing import Callable, List, Optional, Tuple
 
+import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import (
@@ -41,17 +42,22 @@ N_POSITION_FEATURES = 3
 
 def position_features(ops, lengths) -> Floats2d:
     """One row per sentence: relative position in its doc (0 for the first,
-    1 for the last; 0 for a single sentence), is-first, is-last."""
-    lengths = [int(n) for n in ops.to_numpy(lengths)]
-    feats = ops.alloc2f(sum(lengths), N_POSITION_FEATURES)
+    1 for the last; 0 for a single sentence), is-first, is-last. ``lengths``:
+    an array of ``ops`` or a list; built on the host and copied to the ops'
+    device once."""
+    if not isinstance(lengths, (list, tuple)):
+        lengths = ops.to_numpy(lengths)
+    lengths = [int(n) for n in lengths]
+    feats = numpy.zeros((sum(lengths), N_POSITION_FEATURES), dtype="f")
     row = 0
     for n in lengths:
-        for i in range(n):
-            feats[row, 0] = i / (n - 1) if n > 1 else 0.0
-            feats[row, 1] = 1.0 if i == 0 else 0.0
-            feats[row, 2] = 1.0 if i == n - 1 else 0.0
-            row += 1
-    return feats
+        if n:
+            if n > 1:
+                feats[row : row + n, 0] = numpy.arange(n) / (n - 1)
+            feats[row, 1] = 1.0
+            feats[row + n - 1, 2] = 1.0
+        row += n
+    return ops.asarray2f(feats)
 
 
 def with_positions(context: Model[Ragged, Ragged]) -> Model[Ragged, Floats2d]:

@@ -30,9 +30,9 @@ with the model); without ``forced_label`` among them nothing is forced.
 features and no rule: the baseline of ``benchmarks/bench_sections.py``.
 """
 import re
-from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Dropout, Maxout, Model, Softmax, chain, concatenate
@@ -48,33 +48,18 @@ from ..section_headings import (
     RELATED_WORK,
     RESULTS,
     TITLE,
-    HeadingRules,
-    parse_heading,
+    UNKNOWN,
+    is_back_matter_heading,
 )
 from .classifier import N_POSITION_FEATURES, append_positions, build_context_trunk
+from .devices import to_host
 
-UNKNOWN = "unknown"
 BACK_MATTER = "back matter"
 BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
 # The one-hot feature order (never reorder: trained models depend on it).
 SECTION_FEATURES = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
                     BACK_MATTER, UNKNOWN)
 _FEATURE_INDEX = {name: i for i, name in enumerate(SECTION_FEATURES)}
-
-
-@lru_cache(maxsize=1)
-def _packaged_rules() -> HeadingRules:
-    return HeadingRules.packaged()
-
-
-@lru_cache(maxsize=4096)
-def is_back_matter_heading(heading: str) -> bool:
-    """True for a heading a ``back_matter`` rule matches ("Acknowledgments",
-    "References", "Appendix A", "5 Funding")."""
-    if not heading or not heading.strip():
-        return False
-    match = _packaged_rules().match(parse_heading(heading).model_text)
-    return bool(match is not None and match.back_matter)
 
 
 def token_values(doc: Doc, field: str) -> List[Optional[str]]:
@@ -164,12 +149,12 @@ def sections_of(docs: List[Doc], indices: Ragged, acknowledgements: bool = False
 
 
 def _sections_of(docs: List[Doc], indices: Ragged, acknowledgements: bool) -> List[str]:
-    data = indices.dataXd
-    lengths = [int(n) for n in indices.lengths]
+    data = to_host(indices.dataXd).tolist()  # one copy per batch, not a device sync per sentence
+    lengths = to_host(indices.lengths).tolist()
     out, row = [], 0
     for doc, n in zip(docs, lengths):
-        starts = [int(data[row + i, 0]) for i in range(n)]
-        ends = [int(data[row + i, 1]) for i in range(n)] if acknowledgements else None
+        starts = [data[row + i][0] for i in range(n)]
+        ends = [data[row + i][1] for i in range(n)] if acknowledgements else None
         out.extend(sentence_sections(doc, starts, ends))
         row += n
     return out
@@ -178,10 +163,11 @@ def _sections_of(docs: List[Doc], indices: Ragged, acknowledgements: bool) -> Li
 def _features_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
     docs, indices = X
     n_rows = int(indices.dataXd.shape[0])
-    feats = model.ops.alloc2f(n_rows, len(SECTION_FEATURES))
+    feats = numpy.zeros((n_rows, len(SECTION_FEATURES)), dtype="f")  # built on the host, copied once
     if model.attrs["use_sections"] and n_rows:
         for row, section in enumerate(sections_of(docs, indices, model.attrs.get("acknowledgements", False))):
             feats[row, _FEATURE_INDEX[section]] = model.attrs.get("scale", 1.0)
+    feats = model.ops.asarray2f(feats)
 
     def backprop(dY: Floats2d):
         return ()  # nothing to pass back to the docs (concatenate adds it to the trunk's tuple)
@@ -228,15 +214,16 @@ def forced_rows(model: Model, X: Tuple[List[Doc], Ragged]) -> Tuple[List[int], O
 def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
     probs, bp_scorer = model.layers[0](X, is_train)
     rows, label = forced_rows(model, X)
-    if rows:
+    forced = model.ops.asarray1i(rows) if rows else None  # one copy of the row ids
+    if forced is not None:
         probs = model.ops.xp.array(probs, copy=True)
-        probs[rows, :] = 0.0
-        probs[rows, label] = 1.0
+        probs[forced, :] = 0.0
+        probs[forced, label] = 1.0
 
     def backprop(dY: Floats2d):
-        if rows:
+        if forced is not None:
             dY = model.ops.xp.array(dY, copy=True)
-            dY[rows, :] = 0.0
+            dY[forced, :] = 0.0
         return bp_scorer(dY)
 
     return probs, backprop
@@ -273,7 +260,7 @@ def _segment_positions_forward(model: Model, X: Tuple[List[Doc], Ragged], is_tra
     pooled, bp_pooler = pooler(X, is_train)
     Y, bp_context = context(pooled, is_train)
     lengths, _ = segments_of(docs, indices, model.attrs["segments"])
-    out, to_Y = append_positions(model.ops, Y, model.ops.asarray1i(lengths))
+    out, to_Y = append_positions(model.ops, Y, lengths)
 
     def backprop(dOut: Floats2d):
         return bp_pooler(bp_context(to_Y(dOut)))

@@ -67,6 +67,7 @@ from thinc.api import Dropout, Linear, Model, SparseLinear_v2, chain
 from thinc.types import Floats2d, Ragged
 
 from .classifier import build_context_trunk
+from .devices import to_host, with_cpu_chain
 
 DECODES = ("marginal", "viterbi")
 N_POSITION_BINS = 10
@@ -177,7 +178,7 @@ def segments_of(docs: List[Doc], indices: Ragged, segments: str = "docs") -> Tup
     section, tagged with the section's name, for ``"sections"``."""
     if segments not in SEGMENTS:
         raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
-    lengths = [int(n) for n in indices.lengths]
+    lengths = to_host(indices.lengths).tolist()  # one copy, not one sync per doc
     if segments == "docs":
         return [n for n in lengths if n], ["" for n in lengths if n]
     from .sections import sections_of
@@ -283,7 +284,20 @@ def _crf_init(model: Model, X=None, Y=None) -> None:
     model.set_param("end", model.ops.alloc1f(nO))
 
 
+def _split(flat, shapes: Sequence[Tuple[int, ...]]) -> List:
+    """Consecutive pieces of the 1-d ``flat`` with ``shapes``."""
+    out, i = [], 0
+    for shape in shapes:
+        size = int(numpy.prod(shape))
+        out.append(flat[i : i + size].reshape(shape))
+        i += size
+    return out
+
+
 def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
+    """The CRF runs on the CPU (float64 torch, T small steps per batch): one
+    device->host copy of the emissions and parameters, one host->device copy
+    of the output, and the same in backprop (on the CPU no copy at all)."""
     import torch
 
     ops = model.ops
@@ -293,9 +307,13 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
     for scores, _ in outputs[1:]:
         E = E + scores * c
     lengths, _ = segments_of(X[0], X[1], model.attrs.get("segments", "docs"))
-    W, start, end = (ops.to_numpy(model.get_param(name)) * c for name in ("W", "start", "end"))
+    params = [model.get_param(name) for name in ("W", "start", "end")]
+    shapes = [E.shape] + [p.shape for p in params]
+    flat = ops.xp.concatenate([E.ravel()] + [p.ravel() for p in params])
+    E_np, W, start, end = _split(ops.to_numpy(flat), shapes)
+    W, start, end = W * c, start * c, end * c
     if not is_train and model.attrs["decode"] == "viterbi":
-        E_np = ops.to_numpy(E).astype("float64")
+        E_np = E_np.astype("float64")
         out = numpy.zeros(E_np.shape, dtype="f")
         row = 0
         for n in lengths:
@@ -304,8 +322,8 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
             row += n
         return ops.asarray2f(out), lambda dY: []
     tensors = [
-        torch.tensor(numpy.asarray(ops.to_numpy(a), dtype="float64"), requires_grad=is_train)
-        for a in (E, W, start, end)
+        torch.tensor(numpy.asarray(a, dtype="float64"), requires_grad=is_train)
+        for a in (E_np, W, start, end)
     ]
     log_marg = crf_log_marginals(*tensors, lengths)
     probs = ops.asarray2f(numpy.exp(log_marg.detach().numpy()).astype("f"))
@@ -314,7 +332,8 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
         # dY: gradient w.r.t. the log-marginals (see the module docstring)
         grad = torch.tensor(numpy.asarray(ops.to_numpy(dY), dtype="float64"))
         log_marg.backward(grad)
-        dE, dW, dstart, dend = (ops.asarray(t.grad.numpy().astype("f")) for t in tensors)
+        grads = numpy.concatenate([t.grad.numpy().astype("f").ravel() for t in tensors])
+        dE, dW, dstart, dend = _split(ops.asarray1f(grads), shapes)
         model.inc_grad("W", dW * c)
         model.inc_grad("start", dstart * c)
         model.inc_grad("end", dend * c)
@@ -337,7 +356,8 @@ def emitters(dense: List[Model], ngram_size: int, ngram_length: int, segments: s
     out = [dense_part]
     if ngram_size > 0:
         sparse_out = SparseLinear_v2(length=ngram_length)
-        sparse = chain(sentence_ngrams(ngram_size, segments=segments), sparse_out)
+        # numpy-only layers (SparseLinear's forward is Cython on numpy): on the CPU whatever the ops
+        sparse = with_cpu_chain(sentence_ngrams(ngram_size, segments=segments), sparse_out)
         sparse.set_ref("output", sparse_out)
         out.append(sparse)
     return out

@@ -62,6 +62,7 @@ from .. import extensions
 from ..citret.scoring import CitRetScorer, CitRetSettings, encoder_pairs
 from ..citret.text import preprocess
 from ..citret.wmd import load_vectors, save_vectors
+from ..io import extract_files
 
 REFERENCE_KEY = "citance_reference"
 DEFAULT_REFERENCE = "default"
@@ -426,12 +427,7 @@ class CitanceLinker(Pipe):
         if not isinstance(files, dict):
             raise ValueError(f"[{self.name}] from_bytes: not the output of CitanceLinker.to_bytes")
         with make_tempdir() as tmp:
-            for rel, data in files.items():
-                target = (tmp / rel).resolve()
-                if tmp.resolve() not in target.parents:
-                    raise ValueError(f"[{self.name}] from_bytes: bad file name {rel!r}")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            extract_files(files, tmp, what=f"[{self.name}] from_bytes")
             vectors_path = None
             if (tmp / "cfg").exists():
                 vectors_path = srsly.read_json(tmp / "cfg").get("vectors_path")

@@ -18,7 +18,8 @@ doc's ``doc.sents``; in ``update`` they are the gold sentences of the
 reference doc, so training does not depend on a sentencizer (both through
 ``SentencePipe``). Gold sentences without a label are left out of the loss.
 """
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from collections import Counter
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.language import Language
@@ -26,12 +27,13 @@ from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import CategoricalCrossentropy, Config, Model
+from thinc.api import Config, Model
 from thinc.types import Floats2d
 
-from ..extensions import FINE_LABEL, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
+from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
+from ..ml.pooling import example_sentences
 from ..scorers import sentence_label_scores
-from .sentence_pipe import SentencePipe
+from .sentence_pipe import SentencePipe, Truth
 
 DEFAULT_CLASSIFIER_MODEL_CONFIG = """
 [model]
@@ -113,6 +115,19 @@ def score_function_classifier(
     return out
 
 
+def class_weights(counts: Sequence[int], power: float) -> List[float]:
+    """Per-label loss weights ``(n / (K * n_k)) ** power`` for label counts
+    ``n_k`` (a label never seen weighs 1), scaled so that the mean weight over
+    the counted sentences is 1."""
+    counts_a = numpy.asarray(counts, dtype="float64")
+    n, k = counts_a.sum(), max(1, int((counts_a > 0).sum()))
+    if n <= 0:
+        return [1.0] * len(counts)
+    w = numpy.where(counts_a > 0, (n / (k * numpy.maximum(counts_a, 1))) ** power, 1.0)
+    w = w / ((w * counts_a).sum() / n)
+    return [float(x) for x in w]
+
+
 @registry.scorers("spacy_rhetoric.function_classifier_scorer.v1")
 def make_function_classifier_scorer() -> Callable:
     return score_function_classifier
@@ -145,6 +160,7 @@ def default_spans_key(label_field: str = LABEL) -> str:
         "scores_field": SCORES,
         "gold_field": LABEL,
         "spans_key": None,
+        "class_weight_power": 0.0,
         "scorer": {"@scorers": "spacy_rhetoric.function_classifier_scorer.v1"},
     },
     default_score_weights={
@@ -163,6 +179,7 @@ def make_function_classifier(
     scores_field: str,
     gold_field: str,
     spans_key: Optional[str],
+    class_weight_power: float,
     scorer: Optional[Callable],
 ) -> "FunctionClassifier":
     """Create a rhetoric_function_classifier (one label per sentence).
@@ -180,13 +197,19 @@ def make_function_classifier(
         ``attrs["scores"]``: the probability of each span's label, as spaCy's
         spancat). None: ``default_spans_key(label_field)``, i.e. "rhetoric"
         for the coarse classifier, "rhetoric_fine" for label_field "fine_label".
+    class_weight_power (float): 0 (default): every labelled sentence weighs
+        the same in the loss; p > 0: a sentence of label k weighs
+        ``(n / (K * n_k)) ** p`` (1: scikit-learn's "balanced"), normalised to
+        a mean of 1 over the training sentences; the counts are taken in
+        ``initialize`` and saved with the component, so rare functions
+        (objective: 4 % of the MuLMS-AZ sentences) are not drowned.
     scorer (Optional[Callable]): defaults to
         spacy_rhetoric.function_classifier_scorer.v1 (keys prefixed
         "rhetoric_" for label_field "label", "rhetoric_<label_field>_" else).
     """
     return FunctionClassifier(
         nlp.vocab, model, name, label_field=label_field, scores_field=scores_field,
-        gold_field=gold_field, spans_key=spans_key, scorer=scorer,
+        gold_field=gold_field, spans_key=spans_key, class_weight_power=class_weight_power, scorer=scorer,
     )
 
 
@@ -205,8 +228,11 @@ class FunctionClassifier(SentencePipe):
         scores_field: str = SCORES,
         gold_field: str = LABEL,
         spans_key: Optional[str] = None,
+        class_weight_power: float = 0.0,
         scorer: Optional[Callable] = score_function_classifier,
     ) -> None:
+        if not 0.0 <= float(class_weight_power) <= 1.0:
+            raise ValueError(f"[{name}] class_weight_power must be in [0, 1], got {class_weight_power}")
         if spans_key is None:
             spans_key = default_spans_key(label_field)
         for arg, value in (
@@ -223,7 +249,7 @@ class FunctionClassifier(SentencePipe):
         # label_field and gold_field go to the scorer too (Pipe.score passes cfg)
         self.cfg: Dict[str, Any] = {
             "labels": [], "label_field": label_field, "scores_field": scores_field, "gold_field": gold_field,
-            "spans_key": spans_key,
+            "spans_key": spans_key, "class_weight_power": float(class_weight_power), "class_weights": None,
         }
         self.scorer = scorer
 
@@ -277,19 +303,72 @@ class FunctionClassifier(SentencePipe):
             )
             doc.spans[self.spans_key] = group
 
-    def _loss(self, scores: Floats2d, truths: List[int]) -> Tuple[float, Floats2d]:
-        """Mean cross-entropy over the labelled sentences (target >= 0) and its
-        gradient w.r.t. the Softmax logits, as thinc's Softmax expects."""
-        n_labelled = sum(1 for t in truths if t >= 0)
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None,
+                   labels: Optional[Iterable[str]] = None) -> None:
+        """As ``SentencePipe.initialize``; with ``class_weight_power > 0`` also
+        count the gold labels of ``get_examples()`` and set the class weights."""
+        super().initialize(get_examples, nlp=nlp, labels=labels)
+        power = self.cfg.get("class_weight_power", 0.0)
+        self.cfg["class_weights"] = None
+        if power > 0:
+            counts = Counter(label for eg in get_examples()
+                             for label in example_sentences(eg, self.gold_field)[1] if label in self.labels)
+            self.cfg["class_weights"] = class_weights([counts[label] for label in self.labels], power)
+
+    def _row_weights(self, truths: List[Truth]) -> Optional[numpy.ndarray]:
+        weights = self.cfg.get("class_weights")
+        if not weights:
+            return None
+        w = numpy.asarray(weights, dtype="float32")
+        return numpy.asarray([0.0 if t == -1 else float(w[list(t)].mean()) if isinstance(t, tuple) else float(w[t])
+                              for t in truths], dtype="float32")
+
+    @property
+    def gold_set_field(self) -> Optional[str]:
+        """The coarse classifier also reads every acceptable gold label of a
+        sentence (``sent._.rhetoric_gold_labels``, e.g. MuLMS-AZ sentences
+        with two zones)."""
+        return GOLD_LABELS if self.gold_field == LABEL else None
+
+    def _loss(self, scores: Floats2d, truths: List[Truth]) -> Tuple[float, Floats2d]:
+        """Mean negative log-probability of the gold labels over the labelled
+        sentences and its gradient w.r.t. the Softmax logits, as thinc's
+        Softmax expects.
+
+        A sentence with one gold label ``y`` costs ``-log p_y`` (gradient
+        ``p - onehot(y)``: cross-entropy); one with a set ``G`` of acceptable
+        labels costs ``-log sum_{k in G} p_k``, whose gradient is ``p - q``
+        with ``q = p * 1_G / p(G)`` -- any of its labels satisfies it. The
+        target rows are built in numpy and copied to the model's device once
+        per batch. (A CRF head reads the same gradient as one w.r.t. its
+        log-marginals, which makes it the gradient of ``-log p(y_t in G)``,
+        see ``ml/sequence.py``.)"""
+        n_rows = scores.shape[0]
+        n_labelled = sum(1 for t in truths if t != -1)
         if n_labelled == 0:
             return 0.0, self.model.ops.alloc2f(*scores.shape)
-        xp = self.model.ops.xp
-        loss_fn = CategoricalCrossentropy(normalize=False, missing_value=-1)
-        d_scores = loss_fn.get_grad(scores, list(truths)) / n_labelled
-        t = xp.asarray(truths, dtype="i")
-        rows = xp.where(t >= 0)[0]
-        probs = scores[rows, t[rows]]
-        loss = float(-xp.log(xp.clip(probs, 1e-8, 1.0)).sum() / n_labelled)
+        ops = self.model.ops
+        xp = ops.xp
+        mask = numpy.zeros((n_rows, scores.shape[1]), dtype="float32")
+        for i, t in enumerate(truths):
+            if t != -1:
+                mask[i, list(t) if isinstance(t, tuple) else t] = 1.0
+        single = mask.sum(axis=1) == 1.0
+        mask_d = ops.asarray2f(mask)
+        p_gold = (scores * mask_d).sum(axis=1, keepdims=True)
+        if single.all() or not (mask.sum(axis=1) > 1).any():
+            target = mask_d
+        else:
+            shared = scores * mask_d / xp.clip(p_gold, 1e-8, None)
+            target = xp.where(ops.asarray1i(single.astype("int32"))[:, None] > 0, mask_d, shared)
+        row_weights = self._row_weights(truths)
+        if row_weights is None:
+            row_weights = (mask.sum(axis=1) > 0).astype("float32")
+        weights_d = ops.asarray2f(row_weights[:, None])
+        d_scores = (scores - target) * weights_d / n_labelled
+        rows = numpy.flatnonzero(mask.sum(axis=1) > 0)
+        nll = -xp.log(xp.clip(p_gold[xp.asarray(rows), 0], 1e-8, 1.0))
+        loss = float((nll * ops.asarray1f(row_weights[rows])).sum() / n_labelled)
         return loss, d_scores
 
     def _initialize_model(self, X) -> None:

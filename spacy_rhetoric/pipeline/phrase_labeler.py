@@ -227,6 +227,12 @@ class PhraseLabeler(Pipe):
             **{k: self.cfg[k] for k in ("n", "keep_short", "min_length", "attr", "placeholders")},
         )
         stats["phrases_skipped_malformed"] = n_skipped
+        if not table:
+            raise ValueError(
+                f"[{self.name}] no n-gram is left from {source}: its {stats['phrases']} phrases give no "
+                f"segment of n={self.cfg['n']} tokens ({stats['segments_too_short']} too short, "
+                f"{stats['ngrams_multilabel']} multi-label n-grams dropped); use a smaller n (label --n)"
+            )
         self.stats = stats
         self._set_table(table)
         msg.info(

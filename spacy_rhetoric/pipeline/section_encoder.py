@@ -32,6 +32,7 @@ from spacy.tokens import Doc
 from spacy.util import SimpleFrozenList
 
 from ..extensions import CHUNKS, SECTION, TITLE, get_doc_value, get_span_value, install_extensions, set_doc_value
+from ..util import torch_device
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -79,6 +80,7 @@ class SectionEncoder(Pipe):
         from ..pretrain.cosaemb import load_cosaemb_encoder
 
         self._tokenizer, self._model = load_cosaemb_encoder(path or self.cfg["model_name"])
+        self._model.to(torch_device())  # where spaCy's ops are (spacy.require_gpu / --gpu-id), else the CPU
         self._model.eval()
 
     @property
@@ -132,7 +134,7 @@ class SectionEncoder(Pipe):
         with torch.no_grad():
             for i in range(0, len(flat), self.cfg["batch_size"]):
                 batch = [c.input_ids for c in flat[i: i + self.cfg["batch_size"]]]
-                vectors.extend(encode_inputs(self.model, batch, tokenizer.pad_token_id).numpy())
+                vectors.extend(encode_inputs(self.model, batch, tokenizer.pad_token_id).cpu().numpy())
         k = 0
         for doc, sents, chunks in per_doc:
             out = []
@@ -172,11 +174,10 @@ class SectionEncoder(Pipe):
         return srsly.msgpack_dumps(files)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "SectionEncoder":
+        from ..io import extract_files
+
         files = srsly.msgpack_loads(bytes_data)
         with tempfile.TemporaryDirectory() as tmp:
-            for name, data in files.items():
-                target = Path(tmp) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            extract_files(files, tmp, what=f"[{self.name}] from_bytes")  # never outside tmp
             self.from_disk(tmp, exclude=exclude)
         return self

@@ -29,9 +29,18 @@ One heading is decided in this order (:meth:`SectionTagger.tag_headings`):
 3. a sub-heading that is not decided inherits: ``4.2 ...`` the category of
    ``4 ...`` (or of ``4.2`` for ``4.2.1``), an unnumbered heading that of the
    last numbered heading;
-4. otherwise the learned classifier (char n-gram TF-IDF + logistic
-   regression, trained on the FeRoSA headings; ``model_path`` or the
-   packaged model), ``other`` when its probability is below ``threshold``.
+4. otherwise, with ``unmatched = "unknown"`` (the default), the explicit
+   outcome ``unknown``: a topical heading ("Electrochemical Performance",
+   "2.2 Extrinsic Effects") says nothing about what its sentences do, and a
+   section-aware classifier then reads the sentences alone. With
+   ``unmatched = "model"`` (the behaviour before 2026-11-24) the learned
+   classifier decides (char n-gram TF-IDF + logistic regression, trained on
+   the FeRoSA headings; ``model_path`` or the packaged model), ``other`` when
+   its probability is below ``threshold``. It is not the default because
+   FeRoSA files almost every topical heading under method, so the model calls
+   them method with probability 0.8-0.99 (measured on the MuLMS-AZ headings,
+   benchmarks/README.md "Full papers"), and a classifier that trusts the
+   section then calls results and background sentences method.
 
 ``tagger.tag_heading("4.1 Experimental Results")`` decides one heading out of
 context. ``initialize(headings_path=...)`` retrains the classifier from a
@@ -64,6 +73,7 @@ from ..readers.ferosa import read_ferosa_headings
 from ..section_headings import (
     CATEGORIES,
     OTHER,
+    UNKNOWN,
     Heading,
     HeadingClassifier,
     HeadingRules,
@@ -77,11 +87,13 @@ DEFAULT_SECTION_TAGGER_CONFIG = """
 rules_path = null
 model_path = null
 threshold = 0.5
+unmatched = "unknown"
 spans_key = "sections"
 
 [section_tagger.scorer]
 @scorers = "spacy_rhetoric.section_tagger_scorer.v1"
 """
+UNMATCHED = (UNKNOWN, "model")
 DEFAULT_SECTION_TAGGER = Config().from_str(DEFAULT_SECTION_TAGGER_CONFIG)["section_tagger"]
 
 
@@ -104,6 +116,7 @@ def make_section_tagger(
     rules_path: Optional[str],
     model_path: Optional[str],
     threshold: float,
+    unmatched: str,
     spans_key: str,
     scorer: Optional[Callable],
 ) -> "SectionTagger":
@@ -115,10 +128,12 @@ def make_section_tagger(
     model_path (Optional[str]): a heading classifier JSON (from
         ``scripts/build_section_model.py``); None: the packaged one.
     threshold (float): below this classifier probability a heading is "other".
+    unmatched (str): what a heading no rule or parent decides gets:
+        "unknown" (the explicit outcome) or "model" (the learned classifier).
     spans_key (str): the span group of the sections.
     """
     return SectionTagger(nlp.vocab, name, rules_path=rules_path, model_path=model_path,
-                         threshold=threshold, spans_key=spans_key, scorer=scorer)
+                         threshold=threshold, unmatched=unmatched, spans_key=spans_key, scorer=scorer)
 
 
 def score_section_tagger(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
@@ -156,18 +171,21 @@ class SectionTagger(Pipe):
         rules_path: Optional[Union[str, Path]] = None,
         model_path: Optional[Union[str, Path]] = None,
         threshold: float = 0.5,
+        unmatched: str = UNKNOWN,
         spans_key: str = "sections",
         scorer: Optional[Callable] = score_section_tagger,
     ) -> None:
         install_extensions()
         if not 0.0 <= float(threshold) <= 1.0:
             raise ValueError(f"[{name}] threshold must be in [0, 1], got {threshold}")
+        if unmatched not in UNMATCHED:
+            raise ValueError(f"[{name}] unmatched must be one of {UNMATCHED}, got {unmatched!r}")
         if not isinstance(spans_key, str) or not spans_key:
             raise ValueError(f"[{name}] spans_key must be a non-empty string, got {spans_key!r}")
         self.vocab = vocab
         self.name = name
         self.scorer = scorer
-        self.cfg: Dict[str, Any] = {"threshold": float(threshold), "spans_key": spans_key}
+        self.cfg: Dict[str, Any] = {"threshold": float(threshold), "unmatched": unmatched, "spans_key": spans_key}
         user_rules = HeadingRules.from_file(rules_path) if rules_path else HeadingRules()
         self.rules: HeadingRules = user_rules + HeadingRules.packaged()
         self.model: HeadingClassifier = (
@@ -183,13 +201,18 @@ class SectionTagger(Pipe):
         return self.cfg["spans_key"]
 
     @property
+    def unmatched(self) -> str:
+        return self.cfg.get("unmatched", "model")
+
+    @property
     def labels(self) -> Tuple[str, ...]:
-        return CATEGORIES
+        return CATEGORIES + ((UNKNOWN,) if self.unmatched == UNKNOWN else ())
 
     # -------------------------------------------------------------- headings
     def tag_heading(self, heading: str) -> str:
         """The category of one heading on its own (no parent, no back matter
-        before it): a rule, else the classifier ("other" below threshold)."""
+        before it): a rule, else ``unknown`` (``unmatched = "model"``: the
+        classifier, "other" below threshold)."""
         return self.tag_headings([heading])[0]
 
     def tag_headings(self, headings: Sequence[Optional[str]]) -> List[Optional[str]]:
@@ -200,7 +223,8 @@ class SectionTagger(Pipe):
             parse_heading(h) if h is not None and str(h).strip() else None for h in headings
         ]
         matches = [self.rules.match(p.model_text) if p is not None else None for p in parsed]
-        predicted = self._predict({p.model_text for p, m in zip(parsed, matches) if p is not None and m is None})
+        predicted = self._predict({p.model_text for p, m in zip(parsed, matches) if p is not None and m is None}
+                                  if self.unmatched == "model" else ())
         out: List[Optional[str]] = []
         by_number: Dict[Tuple[str, ...], str] = {}
         last_numbered: Optional[str] = None
@@ -220,7 +244,7 @@ class SectionTagger(Pipe):
             elif parent is not None:
                 category = parent
             else:
-                category = predicted.get(heading.model_text, OTHER)
+                category = predicted.get(heading.model_text, OTHER) if self.unmatched == "model" else UNKNOWN
             if heading.number:
                 by_number[heading.number] = category
                 last_numbered = category

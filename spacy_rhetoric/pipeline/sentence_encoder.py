@@ -30,6 +30,7 @@ outside the thinc model: they get their own torch Adam optimizer
 ``to_disk``/``to_bytes``).
 """
 import io
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
@@ -327,13 +328,24 @@ class SentenceEncoder(SentencePipe):
     def _loss_from_bytes(self, data: bytes) -> None:
         import torch
 
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        except Exception as err:  # noqa: BLE001 - an UnpicklingError for anything but tensors
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(f"[{self.name}] the loss state is not a file of tensors (refused, nothing was "
+                             f"run: {first[:160]})") from None
         if self.labels and self.cfg.get("width"):
             self.loss_fn.initialize(len(self.labels), int(self.cfg["width"]))
             self._loss_ready = True
         if state:
             self.loss_fn.load_state_dict(state)
         self._loss_optimizer = None
+
+    def _loss_from_path(self, path: Path) -> None:
+        try:
+            self._loss_from_bytes(path.read_bytes())
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         self._validate_serialization_attrs()
@@ -379,7 +391,7 @@ class SentenceEncoder(SentencePipe):
             "cfg": lambda p: self.cfg.update(srsly.read_json(p)),
             "vocab": lambda p: self.vocab.from_disk(p, exclude=exclude),
             "model": load_model,
-            "loss": lambda p: self._loss_from_bytes(p.read_bytes()),
+            "loss": lambda p: self._loss_from_path(p),
         }
         from_disk(path, deserialize, exclude)
         return self

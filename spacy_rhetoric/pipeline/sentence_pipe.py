@@ -16,7 +16,7 @@ model), at prediction time from ``doc.sents``, in ``update`` from the gold
 sentences of the reference doc.
 """
 from itertools import islice
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.pipeline.trainable_pipe import TrainablePipe
@@ -28,6 +28,8 @@ from thinc.types import Floats2d
 from ..ml.pooling import Offsets, doc_sentences, example_sentences, make_indices
 
 N_INIT_SAMPLE = 10
+# A gold sentence's target: a label index (-1: none) or the indices of all its acceptable labels.
+Truth = Union[int, Tuple[int, ...]]
 
 
 class SentencePipe(TrainablePipe):
@@ -101,23 +103,40 @@ class SentencePipe(TrainablePipe):
 
     # -- training ----------------------------------------------------------
 
-    def _gold(self, examples: Sequence[Example]) -> Tuple[List[Offsets], List[int]]:
+    @property
+    def gold_set_field(self) -> Optional[str]:
+        """Field of the reference docs holding *every* acceptable gold label of
+        a sentence (a list), or None. Where a sentence has two or more
+        there, ``_gold`` gives it the tuple of their indices instead of one
+        index (``FunctionClassifier._loss`` accepts any of them)."""
+        return None
+
+    def _gold(self, examples: Sequence[Example]) -> Tuple[List[Offsets], List[Truth]]:
         """Gold sentence offsets per example and one label index per sentence
         (-1: unlabelled, or a label the component does not know; such
-        sentences are kept only with ``train_on_unlabelled``)."""
+        sentences are kept only with ``train_on_unlabelled``); a tuple of
+        label indices for a sentence with several acceptable labels
+        (``gold_set_field``)."""
         label_to_i = {label: i for i, label in enumerate(self.labels)}
+        set_field = self.gold_set_field
         offsets, truths = [], []
         for eg in examples:
             kept = []
-            for offs, label in zip(*example_sentences(eg, self.gold_field)):
-                truth = label_to_i.get(label, -1) if label is not None else -1
-                if truth >= 0 or self.train_on_unlabelled:
+            sent_offsets, labels = example_sentences(eg, self.gold_field)
+            alternatives = example_sentences(eg, set_field)[1] if set_field else [None] * len(labels)
+            for offs, label, alts in zip(sent_offsets, labels, alternatives):
+                truth: Truth = label_to_i.get(label, -1) if label is not None else -1
+                if truth >= 0 and alts:
+                    indices = sorted({truth} | {label_to_i[a] for a in alts if a in label_to_i})
+                    if len(indices) > 1:
+                        truth = tuple(indices)
+                if truth != -1 or self.train_on_unlabelled:
                     kept.append(offs)
                     truths.append(truth)
             offsets.append(kept)
         return offsets, truths
 
-    def _loss(self, scores: Floats2d, truths: List[int]) -> Tuple[float, Floats2d]:
+    def _loss(self, scores: Floats2d, truths: List[Truth]) -> Tuple[float, Floats2d]:
         """Loss and its gradient for the model output ``scores`` (one row per
         gold sentence of ``_gold``) and the label indices ``truths``."""
         raise NotImplementedError

@@ -45,7 +45,8 @@ import torch
 
 from ..losses import graded_triplet_loss
 from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS, TITLE
-from .sentmask import Paper, clscisumm_papers, pad_batch
+from ..util import torch_device
+from .sentmask import Paper, clscisumm_papers, pad_batch, to_model_device
 from .windows import TrainSettings, adamw_with_warmup, iter_sections, plan_chunks
 
 logger = logging.getLogger(__name__)
@@ -301,7 +302,7 @@ def load_cosaemb_encoder(model_name: str):
 
 def encode_inputs(model, sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     """Mean of the last hidden states over each sequence's word pieces: [N, D]."""
-    ids, mask = pad_batch(sequences, pad_id)
+    ids, mask = to_model_device(model, *pad_batch(sequences, pad_id))
     hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
     m = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
@@ -321,7 +322,7 @@ def triplet_batch_loss(model, triplets: Sequence[Triplet], pad_id: int) -> torch
     rows = [(row(t.anchor), row(t.positive), row(t.negative)) for t in triplets]
     vectors = encode_inputs(model, sequences, pad_id)
     a, p, n = (vectors[[r[k] for r in rows]] for k in range(3))
-    margins = torch.tensor([t.margin for t in triplets], dtype=vectors.dtype)
+    margins = torch.tensor([t.margin for t in triplets], dtype=vectors.dtype, device=vectors.device)
     return graded_triplet_loss(a, p, n, margins)
 
 
@@ -334,6 +335,7 @@ def train_cosaemb(corpus: CitationCorpus, output: Union[str, Path], settings: Op
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
     tokenizer, model = load_cosaemb_encoder(settings.model)
+    model.to(torch_device(settings.gpu_id))
     tagger = default_section_tagger()
     chunks = {pid: chunk_paper(p, tokenizer, settings.max_length, tagger) for pid, p in corpus.papers.items()}
     triplets = build_triplets(chunks, corpus.cites, settings, rng)

@@ -68,7 +68,7 @@ def encode_chunks(model, chunks: Sequence[RetrievalChunk], pad_id: int, *, batch
     with torch.no_grad():
         for b in batches:
             rows = order[b: b + batch_size]
-            out[rows] = encode_inputs(model, [inputs[i] for i in rows], pad_id).float().numpy()
+            out[rows] = encode_inputs(model, [inputs[i] for i in rows], pad_id).float().cpu().numpy()
     return out
 
 
@@ -80,12 +80,12 @@ def paragraph_retrieval(model_name: str, papers: Sequence[Paper], *, max_length:
     from transformers import AutoModel, AutoTokenizer
 
     from ..evaluation import same_group_recall
-    from ..util import resolve_hf_model
+    from ..util import resolve_hf_model, torch_device
 
     path = resolve_hf_model(model_name)
     tokenizer = AutoTokenizer.from_pretrained(path)
     add_section_tokens(tokenizer)  # chunking needs their ids; a model without them never sees them
-    model = AutoModel.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).to(torch_device())
     chunks = retrieval_chunks(papers, tokenizer, max_length, tagger)
     if len({c.paper_id for c in chunks}) < 2:
         raise ValueError("paragraph retrieval needs chunks from at least 2 papers")

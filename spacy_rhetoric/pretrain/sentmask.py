@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..losses import info_nce_loss
+from ..util import torch_device
 from .windows import TargetWindow, TrainSettings, adamw_with_warmup, pack_window, plan_target_windows
 
 logger = logging.getLogger(__name__)
@@ -174,6 +175,12 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> Tuple[torch.Te
     return ids, mask
 
 
+def to_model_device(model, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+    """``tensors`` on the device of ``model``'s parameters (one copy each per batch)."""
+    device = next(model.parameters()).device
+    return tuple(t.to(device) for t in tensors)
+
+
 def span_means(hidden: torch.Tensor, rows: Sequence[int], spans: Sequence[Tuple[int, int]]) -> torch.Tensor:
     """Mean of ``hidden[row, start:end]`` for each (row, span): [len(rows), D]."""
     return torch.stack([hidden[r, s:e].mean(0) for r, (s, e) in zip(rows, spans)])
@@ -250,7 +257,7 @@ def sentmask_loss(model, examples: Sequence[WindowExample], settings: SentMaskSe
     for ex in examples:
         offsets.append(len(sequences))
         sequences.extend(ex.sequences)
-    ids, mask = pad_batch(sequences, pad_id)
+    ids, mask = to_model_device(model, *pad_batch(sequences, pad_id))
     hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
     anchors, positives, negatives = [], [], []
     for off, ex in zip(offsets, examples):
@@ -281,6 +288,7 @@ def mlm_loss(model, tokenizer, examples: Sequence[WindowExample], settings: Sent
     inputs[rand] = torch.randint(len(tokenizer), ids.shape, generator=generator)[rand]
     if not chosen.any():
         return torch.zeros((), requires_grad=True)
+    inputs, mask, labels = to_model_device(model, inputs, mask, labels)
     return model(input_ids=inputs, attention_mask=mask, labels=labels).loss
 
 
@@ -326,6 +334,7 @@ def train_sentmask(
     torch.manual_seed(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
     tokenizer, model = load_encoder(settings)
+    model.to(torch_device(settings.gpu_id))
     mask_id = tokenizer.convert_tokens_to_ids(settings.mask_token)
     token_ids = tokenize_papers(tokenizer, papers, settings.max_sentence_tokens)
     n_windows = sum(

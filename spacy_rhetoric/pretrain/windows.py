@@ -171,3 +171,4 @@ class TrainSettings:
     max_steps: int = 0  # 0 = no limit (epochs decide)
     seed: int = 0
     log_every: int = 10
+    gpu_id: Optional[int] = None  # util.torch_device: None = spaCy's current device, -1 = CPU, N = GPU N

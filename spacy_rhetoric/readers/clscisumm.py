@@ -42,6 +42,7 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences
+from .fulltext import parse_xml_data
 
 FACETS = ("method", "results", "implication", "aim", "hypothesis")
 ABSTRACT = "abstract"
@@ -125,11 +126,7 @@ def read_reference_xml(path: Union[str, Path]) -> ReferencePaper:
     path = Path(path)
     text = decode_mixed(path.read_bytes())
     text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)  # the encoding is handled above
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise ReaderError(path, line, f"broken XML (column {col}): {exc}") from None
+    root = parse_xml_data(text, path)  # defusedxml: no entities, no deep nesting
     paper_id = path.name.split(".")[0]
     sentences: List[RefSentence] = []
     title: Optional[str] = None

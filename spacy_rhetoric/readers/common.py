@@ -20,6 +20,7 @@ warn once in the summary) or ``errors="raise"`` (stop with a
 """
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -190,15 +191,17 @@ _BLANK_CACHE: Dict[int, Language] = {}
 
 
 def _make_doc_fn(nlp_or_vocab: Union[Language, Vocab]):
+    from ..long_docs import make_doc
+
     if isinstance(nlp_or_vocab, Language):
-        return nlp_or_vocab.make_doc, nlp_or_vocab.vocab
+        return partial(make_doc, nlp_or_vocab), nlp_or_vocab.vocab
     if isinstance(nlp_or_vocab, Vocab):
         vocab = nlp_or_vocab
         key = id(vocab)
         if key not in _BLANK_CACHE:
             lang = vocab.lang or "xx"
             _BLANK_CACHE[key] = get_lang_class(lang)(vocab=vocab)
-        return _BLANK_CACHE[key].make_doc, vocab
+        return partial(make_doc, _BLANK_CACHE[key]), vocab
     raise TypeError(f"expected a Language or Vocab, got {type(nlp_or_vocab).__name__}")
 
 

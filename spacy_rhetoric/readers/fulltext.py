@@ -37,6 +37,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import extensions
+from ..long_docs import make_doc
 from .common import ReaderError
 
 ABSTRACT = "Abstract"
@@ -154,22 +155,61 @@ def xml_root_name(data: bytes) -> Optional[str]:
     return match.group(1).decode("ascii", "replace").rsplit(":", 1)[-1] if match else None
 
 
+# Deeper than this is no paper (GROBID TEI and JATS nest about 10-20 levels): the
+# readers' tree walks recurse, so a deeper file is refused before them.
+MAX_XML_DEPTH = 200
+
+
 def parse_xml(path: Path) -> ET.Element:
-    """Parse an XML file safely: expat never loads a DTD or anything from the
-    network, and a document that declares entities in its DOCTYPE (billion
-    laughs, external entities) is refused. Any problem is a ReaderError
-    naming the file (and line)."""
-    data = Path(path).read_bytes()
-    root = _ROOT_TAG.search(data)
-    prologue = data[: root.start()] if root else data
-    if b"<!ENTITY" in prologue:
-        line = prologue[: prologue.index(b"<!ENTITY")].count(b"\n") + 1
-        raise ReaderError(path, line, "refused XML: entity declarations are not allowed")
+    """Parse an XML file safely (:func:`parse_xml_data`)."""
+    return parse_xml_data(Path(path).read_bytes(), path)
+
+
+def parse_xml_data(data: Union[bytes, str], path: Union[str, Path]) -> ET.Element:
+    """Parse XML with ``defusedxml``: nothing is loaded from a DTD or the
+    network, and a document that declares entities (billion laughs, external
+    entities; in any encoding, UTF-16 included) is refused; so is one nested
+    deeper than :data:`MAX_XML_DEPTH`. Any problem is a ReaderError naming
+    ``path`` (and the line)."""
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import fromstring
+
     try:
-        return ET.fromstring(data)
+        root = fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except ET.ParseError as exc:
         line, col = exc.position
         raise ReaderError(path, line, f"broken XML (column {col}): {exc}") from None
+    except DefusedXmlException:
+        raise ReaderError(path, _line_of(data, "<!ENTITY"), "refused XML: entity declarations are not allowed") \
+            from None
+    depth = xml_depth(root, MAX_XML_DEPTH)
+    if depth > MAX_XML_DEPTH:
+        raise ReaderError(path, None, f"refused XML: elements nested more than {MAX_XML_DEPTH} levels deep")
+    return root
+
+
+def _line_of(data: Union[bytes, str], needle: str) -> Optional[int]:
+    """The line of the first ``needle`` in an XML document (UTF-8 or, with a
+    BOM, UTF-16), or None."""
+    if isinstance(data, bytes):
+        encoding = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+        data = data.decode(encoding, errors="replace")
+    at = data.find(needle)
+    return data[:at].count("\n") + 1 if at >= 0 else None
+
+
+def xml_depth(root: ET.Element, stop: int) -> int:
+    """Nesting depth of the tree under ``root`` (counted without recursion),
+    or ``stop + 1`` as soon as it exceeds ``stop``."""
+    deepest = 0
+    stack = [(root, 1)]
+    while stack:
+        element, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > stop:
+            return deepest
+        stack.extend((child, depth + 1) for child in element)
+    return deepest
 
 
 def local_name(tag) -> str:
@@ -228,16 +268,22 @@ ABBREVIATIONS = frozenset(
 )
 
 
+_OPENERS = frozenset("([{\"'\u201c\u2018")
+
+
 def unsplit_abbreviations(doc: Doc, candidates: List[int]) -> None:
     """Undo a splitter's sentence start at token ``i`` (of ``candidates``,
     the starts the source did not fix) right after an abbreviation's full
-    stop."""
+    stop, opening brackets or quotes between them ("et al. (2020)")."""
     for i in candidates:
         if i < 2 or not doc[i].is_sent_start:
             continue
-        prev = doc[i - 1]
-        if prev.text == "." and not doc[i - 2].whitespace_:
-            word = doc[i - 2].lower_
+        j = i - 1
+        while j >= 2 and doc[j].text in _OPENERS:
+            j -= 1
+        prev = doc[j]
+        if prev.text == "." and not doc[j - 1].whitespace_:
+            word = doc[j - 1].lower_
         elif prev.text.endswith(".") and len(prev.text) > 1:
             word = prev.lower_[:-1]
         else:
@@ -260,7 +306,7 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
     cites: List[Tuple[int, int, str]] = []
     index = 0
     for para in paper.paragraphs:
-        pdoc = nlp.make_doc(para.text)
+        pdoc = make_doc(nlp, para.text)  # any length (long_docs)
         if not len(pdoc) or not para.text.strip():
             continue
         offset = len(words)

@@ -25,6 +25,9 @@ from typing import Any, Callable, Dict, List, Optional
 from .common import ReaderError, ReadStats, iter_jsonl
 
 SUFFIXES = (".xml", ".txt", ".jsonl", ".spacy")
+# A "sentence" longer than this is no sentence (a file without line breaks, a table
+# dump): it is skipped and counted, never given to the parser (whose cost grows with it).
+MAX_SENTENCE_CHARS = 10_000
 
 
 @dataclass
@@ -140,6 +143,14 @@ def read_input(path: Path, kind: Optional[str] = None) -> ReadResult:
         if str(path) not in reason:
             reason = f"{path}: {reason}"
         return ReadResult(skipped_reason=reason)
+    too_long = [s for s in result.sentences if len(s["text"]) > MAX_SENTENCE_CHARS]
+    if too_long:
+        result.sentences = [s for s in result.sentences if len(s["text"]) <= MAX_SENTENCE_CHARS]
+        result.n_bad_records += len(too_long)
+        result.bad_records.extend(
+            f"{path}: sentence {s['index']} of paper {s['paper_id']} has {len(s['text']):,} characters "
+            f"(over {MAX_SENTENCE_CHARS:,}: not a sentence), skipped" for s in too_long[:3])
     if not result.sentences and result.skipped_reason is None:
-        result.skipped_reason = f"{path}: no sentences"
+        result.skipped_reason = f"{path}: no sentences" + (
+            f" (its {len(too_long)} lines are over {MAX_SENTENCE_CHARS:,} characters)" if too_long else "")
     return result

@@ -13,7 +13,11 @@ format, used by ``spacy-rhetoric convert`` and the registered
   Doc carries) from files and folders (searched recursively; with ``fmt``
   given, only files with that format's extensions; hidden files skipped).
   Each file is one record of the ReadStats: a malformed file raises a
-  ReaderError naming it (``errors="raise"``) or is skipped and counted. In
+  ReaderError naming it (``errors="raise"``) or is skipped and counted. A
+  paper's id (``DOC_ID``) is unique in the corpus read (:func:`paper_ids`):
+  its path relative to the folder given, without the format's extension
+  (``a/paper`` for ``a/paper.tei.xml``; the file name's id for a file
+  given), so two papers with the same file name are never merged. In
   a CL-SciSumm folder (``auto`` or ``clscisumm``) only the reference papers
   (``Reference_XML/*.xml``) are read.
 
@@ -25,14 +29,14 @@ One module per format: ``tei``, ``jats``, ``s2orc``, ``text``, ``pdf``
 headings as ``HEADING`` too).
 """
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
 
 from .. import extensions
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
-from .fulltext import CITATIONS_KEY, Paper, paper_doc, xml_root_name
+from .fulltext import CITATIONS_KEY, Paper, doc_id_from_path, paper_doc, xml_root_name
 from .jats import parse_jats
 from .pdf import is_pdf, parse_pdf
 from .s2orc import S2ORC_KEYS, load_json, parse_s2orc
@@ -128,10 +132,51 @@ def paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -
                 yield file
 
 
+def keyed_paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -> List[Tuple[str, Path]]:
+    """``(key, path)`` of every file of :func:`paper_files`: the key is the
+    path relative to the folder given (the file name for a file given; the
+    path as given when two files given share a name). A file given twice is
+    read once."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    items: Dict[str, Path] = {}
+    for arg in paths:
+        arg = Path(arg)
+        for path in paper_files(arg, fmt):
+            key = path.relative_to(arg).as_posix() if arg.is_dir() else path.name
+            if key in items and items[key].resolve() != path.resolve():
+                key = path.as_posix()
+            items.setdefault(key, path)
+    return list(items.items())
+
+
+def paper_ids(keys: Sequence[str]) -> Dict[str, str]:
+    """Key (relative path) -> paper id, unique among ``keys``: the key
+    without the format's extension (``a/paper.tei.xml`` -> ``a/paper``), or
+    the whole key where two keys would give one id (``X.tei.xml`` and
+    ``X.json`` beside each other)."""
+    ids = {}
+    for key in keys:
+        parent, _, name = key.rpartition("/")
+        ids[key] = f"{parent}/{doc_id_from_path(name)}" if parent else doc_id_from_path(name)
+    counts: Dict[str, int] = {}
+    for value in ids.values():
+        counts[value] = counts.get(value, 0) + 1
+    return {key: key if counts[value] > 1 else value for key, value in ids.items()}
+
+
+def same_name_papers(ids: Dict[str, str]) -> int:
+    """How many papers of :func:`paper_ids` keep their extension in their id
+    (their name without it is another paper's too)."""
+    return sum(1 for key, value in ids.items() if value == key and paper_ids([key])[key] != key)
+
+
 def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: str = "sentencizer",
-               grobid: Optional[str] = None) -> Doc:
+               doc_id: Optional[str] = None, grobid: Optional[str] = None) -> Doc:
     """One file as one Doc (a ReaderError naming the file if it is not
-    usable). ``grobid``: a GROBID server's URL that PDFs are sent to."""
+    usable). ``doc_id``: the paper's id (default: the file name without
+    extension; a CL-SciSumm paper keeps the id its XML gives). ``grobid``: a
+    GROBID server's URL that PDFs are sent to."""
     path = Path(path)
     if fmt == "auto":
         fmt = detect_format(path)
@@ -147,6 +192,8 @@ def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: st
         paper = PARSERS[fmt](path)
     if not any(p.text for p in paper.paragraphs):
         raise ReaderError(path, None, f"no text found ({fmt})")
+    if doc_id is not None:
+        paper.doc_id = doc_id
     return paper_doc(nlp, paper, splitter=splitter)
 
 
@@ -193,17 +240,25 @@ def read_papers(
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
     stats = stats if stats is not None else ReadStats(name="papers")
     n_docs = 0
-    for path in paper_files(paths, fmt):
+    files = keyed_paper_files(paths, fmt)
+    ids = paper_ids([key for key, _ in files])
+    kept_apart = same_name_papers(ids)
+    if kept_apart:
+        stats.notes["papers with one name kept apart (id = file name with extension)"] += kept_apart
+    for key, path in files:
         if limit > 0 and n_docs >= limit:
             return
         stats.read += 1
         try:
-            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, grobid=grobid)
+            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, doc_id=ids[key], grobid=grobid)
         except ReaderError as err:
             handle(err, errors, stats)
             continue
         except OSError as err:
             handle(ReaderError(path, None, f"cannot read: {err}"), errors, stats)
+            continue
+        except RecursionError:
+            handle(ReaderError(path, None, "nested too deeply to read"), errors, stats)
             continue
         n_docs += 1
         stats.used += 1

@@ -52,6 +52,7 @@ SECTION_LABELS: Dict[str, Optional[str]] = {
 PMC_LABELS = {"background": "background", "objective": "objective", "methods": "method", "results": "result",
               "other": "other"}
 COPIED_FIELDS = (HEADING, SECTION)
+MULMS_COPIES = 3  # times each MuLMS-AZ paper is in the full-paper training corpus
 
 
 def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
@@ -82,10 +83,16 @@ def _spacy_files(path: Path) -> List[Path]:
 
 
 class SectionLabelCorpus:
-    def __init__(self, path: Union[str, Path], limit: int = 0, shuffle: bool = False):
+    def __init__(self, path: Union[str, Path], limit: int = 0, shuffle: bool = False,
+                 section_dropout: float = 0.0, doc_section_dropout: float = 0.0):
         self.path = Path(path)
         self.limit = int(limit)
         self.shuffle = bool(shuffle)
+        for name, value in (("section_dropout", section_dropout), ("doc_section_dropout", doc_section_dropout)):
+            if not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"SectionLabelCorpus: {name} must be in [0, 1], got {value}")
+        self.section_dropout = float(section_dropout)
+        self.doc_section_dropout = float(doc_section_dropout)
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
         docs: Iterable[Doc] = (doc for f in _spacy_files(self.path)
@@ -96,7 +103,42 @@ class SectionLabelCorpus:
         for i, ref in enumerate(docs):
             if self.limit > 0 and i >= self.limit:
                 return
-            yield Example(copy_section_fields(ref, nlp.make_doc(ref.text)), ref)
+            pred = copy_section_fields(ref, nlp.make_doc(ref.text))
+            if self.section_dropout or self.doc_section_dropout:
+                drop_sections(pred, self.section_dropout, self.doc_section_dropout)
+            yield Example(pred, ref)
+
+
+def drop_sections(doc: Doc, section_dropout: float, doc_section_dropout: float,
+                  rng: Optional[random.Random] = None) -> Doc:
+    """Section dropout: remove the ``section`` value of each run of
+    consecutive same-section sentences with probability ``section_dropout``,
+    and of the whole doc with probability ``doc_section_dropout``, so a
+    section-aware classifier sees the sentence's own words and neighbours with
+    section ``unknown`` (plain text, a topical heading) and learns to weigh
+    the section rather than copy it. Headings are kept (back matter stays
+    back matter). ``rng``: defaults to the ``random`` module (seeded by
+    ``spacy train``)."""
+    rng = rng or random
+    values = extensions._field(doc, SECTION)
+    if not values:
+        return doc
+    if rng.random() < doc_section_dropout:
+        extensions.clear_field(doc, SECTION)
+        return doc
+    if section_dropout <= 0.0:
+        return doc
+    kept, previous, keep = {}, object(), True
+    for key, value in sorted(values.items(), key=lambda kv: int(kv[0].split(":")[0])):
+        if value != previous:
+            keep = rng.random() >= section_dropout
+            previous = value
+        if keep:
+            kept[key] = value
+    store = dict(doc.user_data.get(extensions.STORE_KEY, {}))
+    store[SECTION] = kept
+    doc.user_data[extensions.STORE_KEY] = store
+    return doc
 
 
 @registry.readers("spacy_rhetoric.SectionLabelCorpus.v1")
@@ -104,6 +146,16 @@ def section_label_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> S
     """``.spacy`` files of :func:`build_section_corpus` (a file or a
     directory): one Example per doc, sections on both sides."""
     return SectionLabelCorpus(path, limit=limit, shuffle=shuffle)
+
+
+@registry.readers("spacy_rhetoric.SectionLabelCorpus.v2")
+def section_label_corpus_v2(path: Path, limit: int = 0, shuffle: bool = False, section_dropout: float = 0.0,
+                            doc_section_dropout: float = 0.0) -> SectionLabelCorpus:
+    """v1 plus section dropout (:func:`drop_sections`) on the predicted docs:
+    ``section_dropout`` per run of same-section sentences,
+    ``doc_section_dropout`` per doc. Use it for the training corpus only."""
+    return SectionLabelCorpus(path, limit=limit, shuffle=shuffle, section_dropout=section_dropout,
+                              doc_section_dropout=doc_section_dropout)
 
 
 # --------------------------------------------------------------------------
@@ -277,6 +329,55 @@ def build_small_corpus(csabstruct_train: Path, csabstruct_dev: Path, output: Uni
     return counts
 
 
+def mulms_docs(path: Union[str, Path], nlp: Language, tagger, *, folds: Optional[Sequence[str]] = None) -> List[Doc]:
+    """MuLMS-AZ papers (``readers.mulms``) with their sections tagged by
+    ``tagger`` (a rhetoric_section_tagger), as a pipeline would see them."""
+    from .mulms import read_mulms
+
+    return [tagger(doc) for doc in read_mulms(path, nlp, folds=folds)]
+
+
+def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
+                           heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
+                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+    """The full-paper classifier's corpus (``configs/classifier_fullpaper_cpu.cfg``)
+    from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
+    MuLMS-AZ files)."""
+    data = Path(data)
+    return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
+                                  data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds,
+                                  mulms_copies=mulms_copies, lang=lang)
+
+
+def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
+                           output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
+                           mulms_copies: int = MULMS_COPIES, lang: str = "en") -> Dict[str, Dict[str, int]]:
+    """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
+    ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
+    but ``heldout_folds``, their sections from the default
+    ``rhetoric_section_tagger``, each paper ``mulms_copies`` times (36 papers
+    beside 1,668 abstracts: the copies weigh the full papers up; section
+    dropout makes each copy a different view in every epoch); ``dev.spacy`` = CSAbstruct dev;
+    ``heldout.spacy`` = the held-out MuLMS-AZ papers (when any: the
+    cross-validation of ``benchmarks/bench_fullpaper.py``). Returns counts."""
+    import spacy
+
+    output = Path(output)
+    nlp = spacy.blank(lang)
+    tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
+    papers = mulms_docs(mulms, nlp, tagger) if mulms is not None else []
+    held = set(heldout_folds)
+    fold = [get_doc_value(d, "fold") for d in papers]
+    train_papers = [d for d, f in zip(papers, fold) if f not in held]
+    cs_train = csabstruct_docs(csabstruct_train, nlp)
+    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)), output / "train.spacy")}
+    counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
+    counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
+    if held:
+        counts["heldout"] = _write([d for d, f in zip(papers, fold) if f in held], output / "heldout.spacy")
+    return counts
+
+
 if __name__ == "__main__":  # pragma: no cover
     import argparse
 
@@ -287,6 +388,14 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--scisumm-train-papers", type=int, default=100)
     parser.add_argument("--max-sents", type=int, default=40)
+    parser.add_argument("--fullpaper", action="store_true", help="build_fullpaper_corpus instead")
+    parser.add_argument("--heldout-folds", nargs="*", default=[], help="with --fullpaper: MuLMS folds left out")
+    parser.add_argument("--mulms-copies", type=int, default=MULMS_COPIES, help="with --fullpaper: copies per paper")
     args = parser.parse_args()
-    print(srsly.json_dumps(build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
-                                                max_sents=args.max_sents), indent=2))
+    if args.fullpaper:
+        result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
+                                        mulms_copies=args.mulms_copies)
+    else:
+        result = build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
+                                      max_sents=args.max_sents)
+    print(srsly.json_dumps(result, indent=2))

@@ -53,14 +53,14 @@ VECTOR_DIR = "vectors"
 WORK_SUFFIX = ".tmp-dir"
 
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the input column (the corpus file of each sentence)
 
 
 DEFAULT_PART_SENTENCES = 2000
 
 
 COLUMNS = ("paper", "sent_index", "section", "heading", "sid", "text", "label", "fine_label",
-           "gold_label", "phrase_label", "scores", "fine_scores")
+           "gold_label", "phrase_label", "scores", "fine_scores", "input")
 
 
 FILTERS = {"label": "label", "section": "section", "paper": "paper"}
@@ -84,6 +84,7 @@ class Hit:
     phrase_label: Optional[str] = None
     scores: Dict[str, float] = field(default_factory=dict)
     fine_scores: Dict[str, float] = field(default_factory=dict)
+    input: Optional[str] = None  # the corpus file (relative to the folder given); None in a format-1 index
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -93,7 +94,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sentences (
     id INTEGER PRIMARY KEY, paper TEXT, sent_index INTEGER, section TEXT, heading TEXT, sid TEXT,
     text TEXT NOT NULL, label TEXT, fine_label TEXT, gold_label TEXT, phrase_label TEXT,
-    scores TEXT, fine_scores TEXT, part INTEGER NOT NULL);
+    scores TEXT, fine_scores TEXT, input TEXT, part INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
     papers INTEGER NOT NULL);
 """
@@ -234,7 +235,7 @@ def build_index(
     n_new = 0
     bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
     encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
-    parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(files, nlp, stats), part_sentences)))
+    parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats), part_sentences)))
     try:
         if scheduler:
             n_new = _run_dask(scheduler, workers, settings["pipeline"], batch_size, parts, done, work, con, bar,
@@ -279,7 +280,15 @@ def _write_index(work: Path, nlp, settings: Dict[str, Any], index_type: str, see
         del blocks
         factory, params = index_factory_for(n, index_type, dim=vectors.shape[1])
         started = time.perf_counter()
-        index = make_index(vectors, factory, seed=seed)
+        try:
+            index = make_index(vectors, factory, seed=seed)
+        except RuntimeError as err:  # e.g. IVF4096 trained on 235 vectors
+            con.close()
+            shutil.rmtree(work, ignore_errors=True)  # nothing to resume: another index type starts afresh
+            reason = " ".join(str(err).split())
+            reason = reason.split("failed:")[-1].strip() if "failed:" in reason else reason
+            raise SearchIndexError(f"faiss cannot build a {factory!r} index of {n} vectors: {reason}; "
+                                   "use --index-type auto or flat") from None
         set_search_params(index, params)
         build_seconds = time.perf_counter() - started
         with con:
@@ -383,6 +392,12 @@ class RhetoricIndex:
             config = json.loads((path / CONFIG_FILE).read_text(encoding="utf8"))
         except ValueError as err:
             raise SearchIndexError(f"{path / CONFIG_FILE}: invalid JSON ({err})") from err
+        if not isinstance(config, dict):
+            raise SearchIndexError(f"{path / CONFIG_FILE}: expected a JSON object")
+        missing = [key for key in ("pipeline", "dim", "n", "factory") if key not in config]
+        if missing:
+            raise SearchIndexError(f"{path / CONFIG_FILE}: field {missing[0]!r} is missing (edited by hand?); "
+                                   "rebuild the index with spacy-rhetoric index")
         try:
             index = faiss.read_index(str(path / INDEX_FILE))
         except RuntimeError as err:
@@ -390,7 +405,11 @@ class RhetoricIndex:
         set_search_params(index, config.get("params", {}))
         con = sqlite3.connect(f"file:{path / META_FILE}?mode=ro", uri=True)
         con.row_factory = sqlite3.Row
-        n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        try:
+            n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        except sqlite3.Error as err:
+            con.close()
+            raise SearchIndexError(f"{path / META_FILE}: not a spacy-rhetoric metadata store ({err})") from None
         if n_rows != index.ntotal:
             raise SearchIndexError(f"{path}: the metadata store has {n_rows} sentences but the index {index.ntotal}")
         return cls(path, index, config, con)

@@ -18,12 +18,18 @@ class SearchIndexError(ValueError):
 def corpus_files(paths: Iterable[PathLike]) -> List[Path]:
     """The files named in ``paths`` and those below the folders (sorted,
     recursive, hidden files left out); a clear error for a missing path."""
-    from ..readers.papers import paper_files
+    return [path for _, path in keyed_corpus_files(paths)]
 
-    files: List[Path] = []
+
+def keyed_corpus_files(paths: Iterable[PathLike]) -> List[Tuple[str, Path]]:
+    """``(key, path)`` of :func:`corpus_files`: the key is the path relative
+    to the folder given (``readers.papers.keyed_paper_files``)."""
+    from ..readers.papers import keyed_paper_files
+
+    paths = list(paths)
     for path in paths:
         check_input(path, what="corpus", dir_ok=True)
-        files.extend(paper_files(path))
+    files = keyed_paper_files(paths)
     if not files:
         raise SearchIndexError(f"no files found in {', '.join(str(p) for p in paths)}")
     return files
@@ -35,7 +41,7 @@ def _sentence(text: str, **values: Any) -> Dict[str, Any]:
     return out
 
 
-def doc_paper(doc, default_id: str) -> Dict[str, Any]:
+def doc_paper(doc, default_id: str, key: Optional[str] = None) -> Dict[str, Any]:
     """A Doc (from a DocBin or a paper reader) as a plain paper record: its id
     and its sentences with gold label, section, heading and sid."""
     paper_id = ext.get_doc_value(doc, ext.DOC_ID) or default_id
@@ -47,10 +53,10 @@ def doc_paper(doc, default_id: str) -> Dict[str, Any]:
         get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
         out.append(_sentence(sent.text, gold_label=get(ext.LABEL), section=get(ext.SECTION),
                              heading=get(ext.HEADING), sid=get(ext.SID)))
-    return {"paper": str(paper_id), "sentences": out}
+    return {"paper": str(paper_id), "input": key, "sentences": out}
 
 
-def _jsonl_papers(path: Path, stats) -> Iterator[Dict[str, Any]]:
+def _jsonl_papers(path: Path, stats, key: str = "") -> Iterator[Dict[str, Any]]:
     """Label JSONL: consecutive lines of one paper id are one paper."""
     from ..readers.common import ReaderError, iter_jsonl
 
@@ -65,7 +71,7 @@ def _jsonl_papers(path: Path, stats) -> Iterator[Dict[str, Any]]:
         if current is None or current["paper"] != paper_id:
             if current is not None:
                 yield current
-            current = {"paper": paper_id, "sentences": []}
+            current = {"paper": paper_id, "input": key or str(path), "sentences": []}
         current["sentences"].append(_sentence(text, gold_label=rec.get("label"), section=rec.get("section"),
                                               heading=rec.get("heading"), sid=rec.get("sid")))
     if current is not None:
@@ -73,21 +79,25 @@ def _jsonl_papers(path: Path, stats) -> Iterator[Dict[str, Any]]:
 
 
 def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Dict[str, Any]]:
-    """Plain paper records (``paper``, ``sentences``) from ``.spacy``, label
-    ``.jsonl`` and paper files (``readers.papers.read_paper``, any format it
-    detects). Unreadable files and records are skipped and counted in
-    ``stats`` (a ``readers.common.ReadStats``)."""
+    """Plain paper records (``paper``, ``input``, ``sentences``) from
+    ``.spacy``, label ``.jsonl`` and paper files (``readers.papers.read_paper``,
+    any format it detects). ``input`` is the file's key (its path relative to
+    the folder given); a paper file's id is unique in the corpus
+    (``readers.papers.paper_ids``). Unreadable files and records are skipped
+    and counted in ``stats`` (a ``readers.common.ReadStats``)."""
     from spacy.tokens import DocBin
 
     from ..readers.common import ReaderError, ReadStats
-    from ..readers.papers import read_paper
+    from ..readers.papers import paper_ids, read_paper
 
     stats = stats if stats is not None else ReadStats(name="corpus files")
-    for path in corpus_files(paths):
+    files = keyed_corpus_files(paths)
+    ids = paper_ids([key for key, _ in files])
+    for key, path in files:
         suffix = path.suffix.lower()
         try:
             if suffix == ".jsonl":
-                papers = list(_jsonl_papers(path, stats))
+                papers = list(_jsonl_papers(path, stats, key))
             else:
                 stats.read += 1
                 if suffix == ".spacy":
@@ -95,9 +105,9 @@ def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Di
                         docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab_nlp.vocab))
                     except Exception as err:  # noqa: BLE001 - name the file
                         raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
-                    papers = [doc_paper(d, f"{path.stem}:{i}") for i, d in enumerate(docs) if len(d)]
+                    papers = [doc_paper(d, f"{path.stem}:{i}", key) for i, d in enumerate(docs) if len(d)]
                 else:
-                    papers = [doc_paper(read_paper(path, vocab_nlp), path.stem)]
+                    papers = [doc_paper(read_paper(path, vocab_nlp, doc_id=ids[key]), ids[key], key)]
                 stats.used += 1
         except ReaderError as err:
             stats.skip(err)
@@ -191,6 +201,7 @@ def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[
             "text": sent.text, "label": label if label is not None else gold_label,
             "fine_label": get(ext.FINE_LABEL), "gold_label": gold_label, "phrase_label": get(ext.PHRASE_LABEL),
             "scores": get(ext.SCORES) or {}, "fine_scores": get(ext.FINE_SCORES) or {},
+            "input": None,
         })
         vectors.append(vector)
     matrix = numpy.vstack(vectors).astype("float32") if vectors else numpy.zeros((0, 0), "float32")
@@ -200,15 +211,18 @@ def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[
 def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
                   ) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
     """Run ``nlp`` over paper records (preset boundaries kept: sentence
-    splitters disabled) and collect every sentence's vector and row."""
+    splitters disabled) and collect every sentence's vector and row (with
+    the paper's ``input``, the corpus file it came from)."""
     from ..readers.common import sentence_splitters
 
     docs = [paper_doc(nlp, p) for p in papers]
     golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
     matrices, rows = [], []
     with nlp.select_pipes(disable=sentence_splitters(nlp)):
-        for doc, gold in zip(nlp.pipe(docs, batch_size=batch_size), golds):
+        for doc, gold, paper in zip(nlp.pipe(docs, batch_size=batch_size), golds, papers):
             matrix, doc_rows = sentence_rows(doc, gold)
+            for row in doc_rows:
+                row["input"] = paper.get("input")
             if doc_rows:
                 matrices.append(matrix)
                 rows.extend(doc_rows)

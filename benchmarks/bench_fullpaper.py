@@ -1,0 +1,302 @@
+"""Full papers: does the classifier read what a sentence does, or copy its section?
+
+Document-disjoint cross-validation over the five folds of the MuLMS-AZ train
+file (``train1``..``train5``, the dataset's own folds; 36 papers with expert
+zones): for each fold, every row is trained on the other four folds' papers
+and scored on the fold's papers; figures per fold and their mean, all rows in
+one run.
+
+Scored sentences: a gold coarse label, >= 25 characters and >= 4 words (body
+text as ``readers.mulms`` reads it: captions, metadata and references left
+out).
+
+* **lenient**: the prediction is among the sentence's acceptable labels
+  (``conclusion`` accepts ``result`` or ``other``);
+* **single**: sentences with exactly one coarse label other than conclusion:
+  accuracy and macro-F1 over background / objective / method / result, per-class
+  F1, the confusion matrix (summed over folds);
+* **echo**: per section category (``rhetoric_section_tagger``), among the
+  single sentences whose gold label differs from the section's own label
+  (introduction -> background, method -> method, results -> result), the share
+  the model gives the section's label (1.0: it copies the section).
+
+Rows: majority label; a fixed heading lookup (7 lines on the raw heading);
+TF-IDF LogReg; + the heading bucket (the tagger's section category); + the
+sentence's position in its section and in the paper; + the neighbouring
+sentences' words (all scikit-learn, trained on the MuLMS training folds
+only); ``--demo-pipeline``: a trained pipeline as it is (e.g. the demo before
+this classifier: not trained on MuLMS, so the same model for every fold);
+``--cv-dir``: the full-paper classifier trained per fold by
+``training/fullpaper_cv/run.sh``-style runs (``<cv-dir>/<fold>/model/model-last``,
+trained on CSAbstruct train + the other folds' papers); the same models with the
+sections hidden (``no sections``: plain text).
+
+    python benchmarks/bench_fullpaper.py --data ../shared/data --cv-dir training/fullpaper_cv \\
+        --demo-pipeline training/old_demo_pipeline --out benchmarks/results/fullpaper_cv.json
+"""
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy
+
+FOLDS = ("train1", "train2", "train3", "train4", "train5")
+SINGLE_CLASSES = ("background", "objective", "method", "result")
+SECTION_LABEL = {"introduction": "background", "related work": "background", "method": "method",
+                 "results": "result"}
+LOOKUP = (  # the fixed heading lookup: first pattern found in the lower-cased heading
+    (r"introduction", "background"),
+    (r"background|related work", "background"),
+    (r"method|experimental|materials", "method"),
+    (r"result", "result"),
+    (r"discussion", "result"),
+    (r"conclu|summary|outlook", "other"),
+    (r"abstract", "objective"),
+)
+
+
+def sentence_rows(docs) -> List[Dict]:
+    """One row per sentence of each paper (all sentences: context), with
+    what the baselines and the scoring need."""
+    from spacy_rhetoric.extensions import get_doc_value, get_span_value
+
+    rows = []
+    for d, doc in enumerate(docs):
+        sents = [s for s in doc.sents if s.text.strip()]
+        sections = [get_span_value(s, "section") or "unknown" for s in sents]
+        headings = [get_span_value(s, "heading") or "" for s in sents]
+        runs, start = [], 0
+        for i in range(1, len(sents) + 1):
+            if i == len(sents) or headings[i] != headings[start]:
+                runs.extend([(start, i)] * (i - start))
+                start = i
+        for i, sent in enumerate(sents):
+            gold = get_span_value(sent, "gold_labels") or []
+            text = sent.text.strip()
+            r0, r1 = runs[i]
+            rows.append({
+                "doc": d, "fold": get_doc_value(doc, "fold"), "i": i, "text": text, "heading": headings[i],
+                "section": sections[i], "gold": gold, "label": get_span_value(sent, "label"),
+                "prev": sents[i - 1].text if i else "", "next": sents[i + 1].text if i + 1 < len(sents) else "",
+                "pos_section": (i - r0) / max(1, r1 - r0), "idx_section": i - r0, "pos_paper": i / max(1, len(sents)),
+                "scored": bool(gold) and len(text) >= 25 and len(text.split()) >= 4,
+                "single": len(gold) == 1 and gold[0] in SINGLE_CLASSES,
+            })
+    return rows
+
+
+# ---------------------------------------------------------------- baselines
+
+def lookup_label(heading: str, default: str) -> str:
+    low = heading.lower()
+    for pattern, label in LOOKUP:
+        if re.search(pattern, low):
+            return label
+    return default
+
+
+def _position_features(rows):
+    from scipy.sparse import csr_matrix
+
+    feats = []
+    for r in rows:
+        f = numpy.zeros(10 + 10 + 6, dtype="float32")
+        f[min(9, int(r["pos_section"] * 10))] = 1
+        f[10 + min(9, int(r["pos_paper"] * 10))] = 1
+        f[20 + min(5, r["idx_section"])] = 1
+        feats.append(f)
+    return csr_matrix(numpy.vstack(feats))
+
+
+def _section_features(rows, sections):
+    from scipy.sparse import csr_matrix
+
+    index = {s: i for i, s in enumerate(sections)}
+    m = numpy.zeros((len(rows), len(sections)), dtype="float32")
+    for j, r in enumerate(rows):
+        m[j, index.get(r["section"], index["unknown"])] = 1
+    return csr_matrix(m)
+
+
+def sklearn_rows(train, test, *, heading: bool, position: bool, neighbours: bool) -> List[str]:
+    from scipy.sparse import hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    sections = sorted({r["section"] for r in train + test} | {"unknown"})
+    fit_rows = [r for r in train if r["label"]]
+    vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+    vec.fit([r["text"] for r in train])
+
+    def features(rows):
+        parts = [vec.transform([r["text"] for r in rows])]
+        if heading:
+            parts.append(_section_features(rows, sections))
+        if position:
+            parts.append(_position_features(rows))
+        if neighbours:
+            parts.append(0.5 * vec.transform([r["prev"] for r in rows]))
+            parts.append(0.5 * vec.transform([r["next"] for r in rows]))
+        return hstack(parts).tocsr()
+
+    clf = LogisticRegression(C=5.0, max_iter=3000, class_weight="balanced")
+    clf.fit(features(fit_rows), [r["label"] for r in fit_rows])
+    return list(clf.predict(features(test)))
+
+
+# ---------------------------------------------------------------- pipelines
+
+def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List[Optional[str]]]:
+    """Run ``nlp`` over copies of the papers that carry their headings and
+    (unless ``hide_sections``) sections but no labels; one label per sentence."""
+    from spacy_rhetoric.extensions import GOLD_LABELS, LABEL, SCORES, SECTION, clear_field, get_span_value
+
+    copies = []
+    for doc in docs:
+        copy = doc.copy()
+        for field in (LABEL, GOLD_LABELS, SCORES) + ((SECTION,) if hide_sections else ()):
+            clear_field(copy, field)
+        copies.append(copy)
+    skip = [name for name in nlp.pipe_names if name in ("sentencizer", "senter", "parser")]
+    if hide_sections:
+        skip += [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "rhetoric_section_tagger"]
+    out = []
+    with nlp.select_pipes(disable=skip):
+        for doc in nlp.pipe(copies, batch_size=4):
+            out.append([get_span_value(s, "label") for s in doc.sents if s.text.strip()])
+    return out
+
+
+# ---------------------------------------------------------------- scoring
+
+def score(rows, preds) -> Dict:
+    from sklearn.metrics import confusion_matrix, f1_score
+
+    scored = [(r, p) for r, p in zip(rows, preds) if r["scored"]]
+    single = [(r, p) for r, p in scored if r["single"]]
+    golds = [r["gold"][0] for r, _ in single]
+    guess = [p or "none" for _, p in single]
+    per_class = f1_score(golds, guess, labels=list(SINGLE_CLASSES), average=None, zero_division=0)
+    echo = {}
+    for section, own in SECTION_LABEL.items():
+        differing = [(r, p) for r, p in single if r["section"] == section and r["gold"][0] != own]
+        if differing:
+            echo[section] = {"n": len(differing), "share": sum(p == own for _, p in differing) / len(differing)}
+    return {
+        "n_scored": len(scored), "n_single": len(single),
+        "lenient": sum(p in r["gold"] for r, p in scored) / max(1, len(scored)),
+        "single_acc": sum(g == p for g, p in zip(golds, guess)) / max(1, len(single)),
+        "single_macro_f1": float(numpy.mean(per_class)),
+        "per_class_f1": {c: float(f) for c, f in zip(SINGLE_CLASSES, per_class)},
+        "confusion": confusion_matrix(golds, guess, labels=list(SINGLE_CLASSES) + ["other"]).tolist(),
+        "echo": echo,
+    }
+
+
+def mean_of(folds: Dict[str, Dict]) -> Dict:
+    keys = ("lenient", "single_acc", "single_macro_f1")
+    out = {k: float(numpy.mean([f[k] for f in folds.values()])) for k in keys}
+    out["per_class_f1"] = {c: float(numpy.mean([f["per_class_f1"][c] for f in folds.values()]))
+                           for c in SINGLE_CLASSES}
+    out["confusion"] = numpy.sum([f["confusion"] for f in folds.values()], axis=0).tolist()
+    echo: Dict[str, Dict] = {}
+    for f in folds.values():
+        for section, e in f["echo"].items():
+            acc = echo.setdefault(section, {"n": 0, "echoed": 0.0})
+            acc["n"] += e["n"]
+            acc["echoed"] += e["share"] * e["n"]
+    out["echo"] = {s: {"n": e["n"], "share": e["echoed"] / e["n"]} for s, e in echo.items()}
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--cv-dir", type=Path, default=None)
+    parser.add_argument("--demo-pipeline", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    import spacy
+
+    from spacy_rhetoric.extensions import get_doc_value
+    from spacy_rhetoric.readers.section_labels import mulms_docs
+
+    started = time.time()
+    nlp_blank = spacy.blank("en")
+    tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger")
+    docs = mulms_docs(args.data / "mulms-az" / "train.jsonl", nlp_blank, tagger)
+    rows = sentence_rows(docs)
+    by_doc = Counter(r["doc"] for r in rows)
+    assert sum(by_doc.values()) == len(rows)
+    results: Dict[str, Dict] = {}
+
+    def run(name, predict_fold):
+        folds = {}
+        for fold in FOLDS:
+            test_docs = [i for i, d in enumerate(docs) if get_doc_value(d, "fold") == fold]
+            test = [r for r in rows if r["doc"] in set(test_docs)]
+            train = [r for r in rows if r["doc"] not in set(test_docs)]
+            preds = predict_fold(fold, train, test, test_docs)
+            folds[fold] = score(test, preds)
+        results[name] = {"folds": folds, "mean": mean_of(folds)}
+        m = results[name]["mean"]
+        print(f"{name:<44} lenient {m['lenient']:.3f}  single acc {m['single_acc']:.3f}  "
+              f"macro-F1 {m['single_macro_f1']:.3f}  obj F1 {m['per_class_f1']['objective']:.3f}  "
+              f"echo {json.dumps({k: round(v['share'], 2) for k, v in m['echo'].items()})}", flush=True)
+
+    def majority(fold, train, test, test_docs):
+        label = Counter(r["label"] for r in train if r["label"]).most_common(1)[0][0]
+        return [label] * len(test)
+
+    def lookup(fold, train, test, test_docs):
+        default = Counter(r["label"] for r in train if r["label"]).most_common(1)[0][0]
+        return [lookup_label(r["heading"], default) for r in test]
+
+    run("majority", majority)
+    run("fixed heading lookup", lookup)
+    run("TF-IDF LogReg", lambda f, tr, te, d: sklearn_rows(tr, te, heading=False, position=False, neighbours=False))
+    run("TF-IDF + heading LogReg", lambda f, tr, te, d: sklearn_rows(tr, te, heading=True, position=False,
+                                                                      neighbours=False))
+    run("TF-IDF + heading + position LogReg", lambda f, tr, te, d: sklearn_rows(tr, te, heading=True, position=True,
+                                                                                 neighbours=False))
+    run("TF-IDF + heading + position + neighbours LogReg",
+        lambda f, tr, te, d: sklearn_rows(tr, te, heading=True, position=True, neighbours=True))
+
+    if args.demo_pipeline:
+        demo = spacy.load(args.demo_pipeline, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "ner",
+                                                       "rhetoric_phrase_labeler", "rhetoric_sentence_encoder"],
+                          config={"components": {"rhetoric_section_tagger": {"unmatched": "model"}}})
+
+        def demo_fold(fold, train, test, test_docs):
+            return [p for preds in pipeline_predictions(demo, [docs[i] for i in test_docs]) for p in preds]
+
+        run(f"demo pipeline before ({args.demo_pipeline.name})", demo_fold)
+
+    if args.cv_dir:
+        models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in FOLDS}
+        for hide in (False, True):
+            def cv_fold(fold, train, test, test_docs, hide=hide):
+                return [p for preds in pipeline_predictions(models[fold], [docs[i] for i in test_docs],
+                                                            hide_sections=hide) for p in preds]
+
+            run("full-paper classifier" + (" (no sections)" if hide else ""), cv_fold)
+
+    report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": time.time() - started,
+              "papers": len(docs), "scored": sum(r["scored"] for r in rows),
+              "single": sum(r["scored"] and r["single"] for r in rows), "rows": results}
+    print(f"{report['papers']} papers, {report['scored']} scored sentences ({report['single']} single), "
+          f"{report['seconds']:.0f} s")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
