@@ -188,10 +188,15 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
             fonts: Dict[int, tuple] = {}  # per text object: bold, math, upright, baseline offset, size
             glyphs: List[Glyph] = []
             gap = False
-            for i in range(raw.FPDFText_CountChars(handle)):
-                code = unicode(handle, i)
-                # PDFium marks a hyphen at a line end as U+0002; other control codes are unmapped glyphs
-                char = "-" if code == 2 else chr(code) if 32 <= code < 0x110000 else ""
+            count = raw.FPDFText_CountChars(handle)
+            chars = textpage.get_text_range(0, count)  # one call; it gives U+FFFE for PDFium's code 2
+            if len(chars) != count:  # characters beyond the BMP: one call a character
+                chars = "".join(chr(unicode(handle, i)) for i in range(count))
+            for i, char in enumerate(chars):
+                code = ord(char)
+                # PDFium marks a hyphen at a line end as U+0002 (U+FFFE in the text); other control codes
+                # (its line breaks, unmapped glyphs) are nothing
+                char = "-" if code in (2, 0xFFFE) else char if 32 <= code else ""
                 if char.isspace() and raw.FPDFText_IsGenerated(handle, i):
                     gap = True
                     continue
