@@ -230,8 +230,8 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
             textpage.close()
             page.close()
             pages.append(Page(number, width, height, glyphs, []))
-    except pdfium.PdfiumError as exc:
-        raise PDFReadError(f"broken PDF: {exc}") from None
+    except (pdfium.PdfiumError, ValueError, OSError, ctypes.ArgumentError) as exc:
+        raise PDFReadError(f"broken PDF: {type(exc).__name__}: {exc}") from None
     finally:
         document.close()
     return pages
