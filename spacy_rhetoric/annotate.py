@@ -1,7 +1,7 @@
 """Annotate papers with a trained pipeline (``spacy-rhetoric annotate``).
 
 Runs a pipeline over paper files in any format the paper readers know
-(``readers.papers``: GROBID TEI, JATS, S2ORC, text, CL-SciSumm XML; detected
+(``readers.papers``: GROBID TEI, JATS, S2ORC, text, PDF, CL-SciSumm XML; detected
 by content unless ``fmt`` says) and ``.spacy`` DocBins, and writes one JSONL
 record per sentence (:func:`sentence_records`) and, with ``spacy=True``, the
 annotated Docs.
@@ -100,18 +100,19 @@ def expected_files(fmt: str) -> str:
     return ", ".join(EXTENSIONS.get(fmt, (".spacy",))) + f" ({fmt})"
 
 
-def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None) -> List[Doc]:
+def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None,
+              grobid: Optional[str] = None) -> List[Doc]:
     """The Docs of one input in ``nlp``'s vocab, every sentence start preset.
     ``doc_id``: the paper's id (``readers.papers.paper_ids``; a DocBin's Docs
-    without an id get ``<doc_id>:<i>``). Raises ReaderError/OSError for an
-    unusable input."""
+    without an id get ``<doc_id>:<i>``). ``grobid``: a GROBID server's URL
+    that PDFs are sent to. Raises ReaderError/OSError for an unusable input."""
     from .readers.fulltext import sentence_splitter
     from .readers.papers import read_paper
 
     if doc_id is None:
         doc_id = inp.path.stem
     if inp.kind != "spacy":
-        return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id)]
+        return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id, grobid=grobid)]
     doc_id = doc_id[:-len(".spacy")] if doc_id.lower().endswith(".spacy") else doc_id
     try:
         docs = list(DocBin(store_user_data=True).from_disk(inp.path).get_docs(nlp.vocab))
@@ -129,10 +130,10 @@ def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None) -> Li
 
 
 def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any,
-          doc_id: Optional[str] = None) -> Optional[List[Doc]]:
+          doc_id: Optional[str] = None, grobid: Optional[str] = None) -> Optional[List[Doc]]:
     """``read_docs``, or None with the reason recorded (skip and count)."""
     try:
-        return read_docs(inp, nlp, doc_id)
+        return read_docs(inp, nlp, doc_id, grobid)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
     skipped.append({"input": inp.key, "reason": reason})
@@ -325,6 +326,7 @@ def annotate_corpus(
     show_progress: bool = False,
     on_shard: OnShard = None,
     force: bool = False,
+    grobid: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Annotate the papers under ``inputs`` with ``pipeline`` into
     ``output_dir`` (``annotations.jsonl`` unless ``jsonl=False``,
@@ -333,7 +335,8 @@ def annotate_corpus(
     ``scheduler``: None (this machine, ``n_process`` processes), ``"local"``
     (a Dask LocalCluster of ``workers`` processes) or a scheduler address;
     Dask workers load the pipeline from the same path. ``on_shard(input,
-    header)`` is called after each shard is written. Raises
+    header)`` is called after each shard is written. ``grobid``: a GROBID
+    server's URL that PDFs are sent to (their TEI is read). Raises
     ``CorpusBuildError`` when no input is usable (an output directory this
     run made is then removed). ``force``: replace annotation files in
     ``output_dir`` that no build wrote. Returns the summary."""
@@ -351,6 +354,8 @@ def annotate_corpus(
     ids = paper_ids([inp.key for inp in all_inputs])
     config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
+    if grobid:
+        config["grobid"] = grobid
     created = not out_dir.exists()
     shard_dir = prepare_output_dir(out_dir, config, overwrite)
     pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
@@ -380,14 +385,14 @@ def annotate_corpus(
         if pending and scheduler:
             seconds = dask_tasks(
                 scheduler, workers, pending,
-                read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key]),
+                read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
                 task=dask_annotate_task,
                 task_args=lambda inp, docs, shared: (docbin_bytes(docs), settings, batch_size),
                 finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
             )
         elif pending:
             def read(inp: InputFile):
-                docs = _read(inp, nlp, skipped, progress, ids[inp.key])
+                docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)
                 return None if docs is None else (docs, [(doc, sentence_starts(doc)) for doc in docs])
 
             stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),

@@ -15,7 +15,7 @@ with it, section by section.
   labels from section names, which learned label = section
   (benchmarks/README.md "Full papers").
 - Encoder: ``encoder_cpu.cfg`` on CSAbstruct.
-- Paper: any file ``read_papers`` reads (GROBID TEI, JATS, S2ORC, text);
+- Paper: any file ``read_papers`` reads (PDF, GROBID TEI, JATS, S2ORC, text);
   by default the GROBID TEI sample ``paper-formats/grobid-tei/N18-3011.tei.xml``
   of the data directory (an ACL paper; the file states no licence, so it is
   not shipped), else the packaged ``assets/sample_paper.txt``.
@@ -34,6 +34,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
@@ -251,7 +252,7 @@ def most_similar(sents: List[Any], index: int) -> Tuple[Optional[int], float]:
 
 def read_paper_doc(nlp: Language, paper: Path) -> Doc:
     """One paper file as a Doc with headings (``readers.papers.read_paper``,
-    format by content: GROBID TEI, JATS, S2ORC, plain text)."""
+    format by content: PDF, GROBID TEI, JATS, S2ORC, plain text)."""
     from .readers.papers import read_paper
 
     return read_paper(paper, nlp)
@@ -322,6 +323,7 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
     if paper is None:
         paper = data.paper if data.paper is not None else sample_paper()
     paper = check_input(paper, what="paper")
+    read_paper_doc(spacy.blank("en"), paper)  # a paper that cannot be read fails now, not after training
     inputs = data.inputs() + [paper]
     check_output(output, what="demo output directory", inputs=inputs, dir_ok=True)
     pipeline_dir = check_pipeline_output(output / "pipeline", inputs=inputs)

@@ -280,7 +280,7 @@ def test_cli(model_dir, papers, tmp_path):
     (bad / "x.bin").write_bytes(b"\x00")
     result = runner.invoke(app, ["annotate", str(model_dir), str(bad), "-o", str(tmp_path / "o2")])
     assert result.exit_code == 1 and "none of the 1 inputs is usable" in result.output
-    result = runner.invoke(app, ["annotate", str(model_dir), str(papers), "-o", str(out), "--format", "pdf"])
+    result = runner.invoke(app, ["annotate", str(model_dir), str(papers), "-o", str(out), "--format", "docx"])
     assert result.exit_code == 2 and "unknown format" in result.output
     result = runner.invoke(app, ["annotate", str(model_dir), str(papers), "-o", str(out), "--n-process", "0"])
     assert result.exit_code == 2

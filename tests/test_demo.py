@@ -157,6 +157,25 @@ def test_cli_demo_without_data_fails_clearly(monkeypatch, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # trains (tiny_models)
+def test_cli_demo_bad_pdf_fails_before_training(tiny_models, monkeypatch, tmp_path):
+    """A paper that cannot be read (here a truncated PDF) is named before any
+    training starts."""
+    from typer.testing import CliRunner
+
+    from spacy_rhetoric.cli import _load_commands, app
+
+    data = tiny_models[0]
+    _load_commands()
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", str(data.train.parent.parent))
+    bad = tmp_path / "paper.pdf"
+    bad.write_bytes(b"%PDF-1.4\n1 0 obj\n<<")
+    result = CliRunner().invoke(app, ["demo", str(bad), "--output", str(tmp_path / "out")])
+    output = cli_text(result)
+    assert result.exit_code == 1 and "paper.pdf" in output and "Traceback" not in output
+    assert not (tmp_path / "out").exists()
+
+
 def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
     monkeypatch.delenv("SPACY_RHETORIC_DATA", raising=False)
     (tmp_path / "shared" / "data").mkdir(parents=True)

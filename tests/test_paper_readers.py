@@ -278,9 +278,11 @@ def test_detect_format(shared_data, tmp_path):
     (tmp_path / "p.md").write_text("# Title\n\nSome text.\n")
     assert detect_format(tmp_path / "p.md") == "text"
     (tmp_path / "x.json").write_text('{"foo": 1}')
-    (tmp_path / "bin.pdf").write_bytes(b"%PDF-1.4\n\x00\x01\x02\xff")
+    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4\n\x00\x01\x02\xff")
+    assert detect_format(tmp_path / "doc.pdf") == "pdf"  # by the %PDF- header (read by readers.pdf)
+    (tmp_path / "bin.dat").write_bytes(b"GIF89a\n\x00\x01\x02\xff")
     (tmp_path / "other.xml").write_text("<html><body/></html>")
-    for name, reason in (("x.json", "not S2ORC"), ("bin.pdf", "binary"), ("other.xml", "<html>")):
+    for name, reason in (("x.json", "not S2ORC"), ("bin.dat", "binary"), ("other.xml", "<html>")):
         with pytest.raises(ReaderError, match=re.escape(name) + ".*" + re.escape(reason)):
             detect_format(tmp_path / name)
 

@@ -27,10 +27,10 @@ def annotate_command(
     pipeline: str = typer.Argument(..., help="Trained pipeline: a directory (nlp.to_disk, spacy train output) or an installed package"),
     inputs: List[Path] = typer.Argument(
         ..., help="Paper files or folders (searched recursively, hidden files left out): GROBID TEI, JATS, "
-        "S2ORC JSON, text/Markdown, CL-SciSumm XML (a CL-SciSumm root: its reference papers), .spacy"),
+        "S2ORC JSON, text/Markdown, PDF, CL-SciSumm XML (a CL-SciSumm root: its reference papers), .spacy"),
     output: Path = typer.Option(..., "--output", "-o", help="Output directory (annotations.jsonl, annotations.spacy, shards/, summary.json)"),
     fmt: str = typer.Option("auto", "--format", "-f", callback=_check_format,
-                            help="Input format: auto (detected per file by content), tei, jats, s2orc, text, clscisumm or spacy"),
+                            help="Input format: auto (detected per file by content), tei, jats, s2orc, text, pdf, clscisumm or spacy"),
     vectors: bool = typer.Option(False, "--vectors", help="Add each sentence's encoder vector to its record"),
     spacy_out: bool = typer.Option(False, "--spacy", help="Also write the annotated Docs to annotations.spacy"),
     jsonl: bool = typer.Option(True, "--jsonl/--no-jsonl", help="Write annotations.jsonl (--no-jsonl: only --spacy)"),
@@ -42,6 +42,9 @@ def annotate_command(
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard the shards of an earlier run in OUTPUT instead of resuming"),
     force: bool = typer.Option(False, "--force", help="Replace annotations.jsonl / .spacy / summary.json in OUTPUT that no annotate run wrote"),
+    grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
+                                         help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read its "
+                                              "TEI; without it (the default) PDFs are read directly"),
 ) -> None:
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
@@ -51,7 +54,7 @@ def annotate_command(
         summary = annotate_corpus(
             pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
             n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,
-            overwrite=overwrite, show_progress=True, force=force,
+            overwrite=overwrite, show_progress=True, force=force, grobid=grobid,
         )
     if not summary["sentences"]:
         nothing_done(f"the {summary['papers']} papers read hold no sentences")

@@ -8,7 +8,7 @@ record could be used (exit 1 with the reason, so make / ``spacy project run``
 stop)."""
 from functools import partial
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import typer
 from wasabi import msg
@@ -27,17 +27,18 @@ FORMATS: Dict[str, str] = {
     "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
     "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
     "text": "plain text / Markdown paper(s), a file or a folder, one Doc per paper",
-    "auto": "paper(s) in any of tei, jats, s2orc, text (detected per file), one Doc per paper",
+    "pdf": "PDF paper(s) with a text layer, a file or a folder, one Doc per paper (--grobid URL: via GROBID)",
+    "auto": "paper(s) in any of tei, jats, s2orc, text, pdf (detected per file), one Doc per paper",
 }
 DIRECTORY_FORMATS = ("clscisumm",)
-PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "auto")  # readers.papers; a file or a folder
+PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf", "auto")  # readers.papers; a file or a folder
 
 
-def get_reader(fmt: str) -> Callable:
+def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
     if fmt in PAPER_FORMATS:
         from ..readers.papers import read_papers
 
-        return partial(read_papers, fmt=fmt)
+        return partial(read_papers, fmt=fmt, grobid=grobid)
     from ..readers.citation_intent import read_citation_intent
     from ..readers.clscisumm import read_reference_docs
     from ..readers.csabstruct import read_csabstruct
@@ -60,12 +61,14 @@ class NothingConverted(ValueError):
 
 
 def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str = "en",
-                   limit: int = 0, errors: str = "skip", progress: bool = False, force: bool = False):
+                   limit: int = 0, errors: str = "skip", progress: bool = False, force: bool = False,
+                   grobid: Optional[str] = None):
     """Convert ``input_path`` and write ``output_path`` (atomically); returns
     the ReadStats. Paths are checked first (``io.check_input``/``check_output``:
     PathError); :class:`NothingConverted` when no record was usable (the output
     is then left as it was). An existing output that is not a DocBin is
-    replaced only with ``force``."""
+    replaced only with ``force``. ``grobid``: a GROBID server's URL that PDFs
+    are sent to (paper formats only)."""
     import spacy
     from spacy.tokens import DocBin
     from tqdm import tqdm
@@ -75,6 +78,8 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
 
     if fmt not in FORMATS:
         raise ValueError(f"Unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if grobid and fmt not in PAPER_FORMATS:
+        raise ValueError(f"--grobid reads PDFs: it needs a paper format ({', '.join(PAPER_FORMATS)}), not {fmt!r}")
     directory = fmt in DIRECTORY_FORMATS
     input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
                              dir_ok=directory or fmt in PAPER_FORMATS)
@@ -83,7 +88,7 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
     nlp = spacy.blank(lang)
     stats = ReadStats(name=f"{fmt} {input_path}")
     docbin = DocBin(store_user_data=True)
-    docs = get_reader(fmt)(input_path, nlp, limit=limit, errors=errors, stats=stats)
+    docs = get_reader(fmt, grobid)(input_path, nlp, limit=limit, errors=errors, stats=stats)
     # disable=None: shown on a terminal only (stderr), never in captured output.
     for doc in tqdm(docs, desc=f"convert {fmt}", unit="doc", disable=None if progress else True):
         docbin.add(doc)
@@ -128,12 +133,15 @@ def convert_cli(
     errors: str = typer.Option("skip", "--errors", callback=_check_errors,
                                help="'skip' malformed records (counted) or 'raise' at the first"),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
+    grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
+                                         help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read "
+                                              "its TEI; without it PDFs are read directly"),
 ) -> None:
     """Convert a corpus to a .spacy DocBin with gold sentence boundaries and labels."""
     with guard("convert"):
         try:
             stats = convert_corpus(fmt, input_path, output_path, lang=lang, limit=limit, errors=errors,
-                                   progress=True, force=force)
+                                   progress=True, force=force, grobid=grobid)
         except NothingConverted as err:
             nothing_done(str(err))
     msg.info(f"Records read: {stats.read}")

@@ -16,7 +16,7 @@ from .common import guard, nothing_done, positive_int
 @app.command("demo")
 def demo_cli(
     paper: Optional[Path] = typer.Argument(
-        None, help="Paper file: GROBID TEI, JATS, S2ORC JSON or plain text (default: the GROBID TEI sample "
+        None, help="Paper file: PDF, GROBID TEI, JATS, S2ORC JSON or plain text (default: the GROBID TEI sample "
                    "paper-formats/grobid-tei/N18-3011.tei.xml of the data directory, else the packaged sample paper)"),
     output: Path = typer.Option(Path(".demo"), "--output", help="Trained models, corpus and the pipeline go here"),
     classifier_steps: int = typer.Option(DEFAULT_CLASSIFIER_STEPS, "--classifier-steps", callback=positive_int,

@@ -6,7 +6,7 @@ tooltips (label scores, fine function, phrase evidence, section). Library:
 
 PAPER is a ``.spacy`` file already annotated (every Doc in it is shown), or
 with ``--model`` a ``.spacy`` file or a paper in any format the readers know
-(TEI, JATS, S2ORC, CL-SciSumm XML, text; ``readers.papers``), annotated by the
+(TEI, JATS, S2ORC, PDF, CL-SciSumm XML, text; ``readers.papers``), annotated by the
 pipeline with its sentence boundaries kept.
 """
 from pathlib import Path

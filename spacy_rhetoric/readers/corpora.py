@@ -105,7 +105,7 @@ def scisumm_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> CorpusR
 def paper_corpus(path: Path, format: str = "auto", splitter: str = "sentencizer", limit: int = 0,
                  shuffle: bool = False) -> CorpusReader:
     """Full-text papers (a file or a folder; ``format`` auto, tei, jats,
-    s2orc, text or clscisumm, see ``readers.papers``): one Example per paper
+    s2orc, text, pdf or clscisumm, see ``readers.papers``): one Example per paper
     with sentence boundaries, headings, paragraphs, title, citation spans
     and the file stem as doc id (no rhetorical labels)."""
     return _DocCorpus("papers", read_papers, path, limit=limit, shuffle=shuffle, fmt=format,

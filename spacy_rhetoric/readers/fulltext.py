@@ -45,7 +45,7 @@ CITATIONS_KEY = "citations"  # doc.spans key of the citation spans
 CITATION_LABEL = "bibr"
 SPLITTERS = ("sentencizer", "senter")
 # File name endings dropped to make the doc id ("N18-3011.tei.xml" -> "N18-3011").
-_ID_SUFFIXES = (".xml", ".nxml", ".json", ".tei", ".grobid", ".txt", ".md", ".markdown")
+_ID_SUFFIXES = (".xml", ".nxml", ".json", ".tei", ".grobid", ".txt", ".md", ".markdown", ".pdf")
 
 _WS = re.compile(r"\s+")
 

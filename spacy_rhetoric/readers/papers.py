@@ -2,7 +2,8 @@
 format, used by ``spacy-rhetoric convert`` and the registered
 ``spacy_rhetoric.PaperCorpus.v1``.
 
-* :func:`detect_format` tells the format of a file by its content: the XML
+* :func:`detect_format` tells the format of a file by its content: a
+  ``%PDF-`` header -> ``"pdf"``, the XML
   root element (``<TEI>`` -> ``"tei"``, ``<article>`` -> ``"jats"``,
   ``<PAPER>`` -> ``"clscisumm"``), the JSON keys (``body_text``,
   ``pdf_parse``, ``grobid_parse`` -> ``"s2orc"``), else UTF-8 text ->
@@ -20,7 +21,10 @@ format, used by ``spacy-rhetoric convert`` and the registered
   a CL-SciSumm folder (``auto`` or ``clscisumm``) only the reference papers
   (``Reference_XML/*.xml``) are read.
 
-One module per format: ``tei``, ``jats``, ``s2orc``, ``text``
+With ``grobid`` (a GROBID server's URL), a PDF is sent to the server and
+its TEI read by the TEI reader (``pdf.grobid``) instead of the PDF reader.
+
+One module per format: ``tei``, ``jats``, ``s2orc``, ``text``, ``pdf``
 (``clscisumm`` reference papers are read by ``clscisumm``, with their
 headings as ``HEADING`` too).
 """
@@ -34,17 +38,19 @@ from .. import extensions
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
 from .fulltext import CITATIONS_KEY, Paper, doc_id_from_path, paper_doc, xml_root_name
 from .jats import parse_jats
+from .pdf import is_pdf, parse_pdf
 from .s2orc import S2ORC_KEYS, load_json, parse_s2orc
 from .tei import parse_tei
 from .text import parse_text
 
-PAPER_FORMATS = ("tei", "jats", "s2orc", "text")
+PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf")
 FORMATS = PAPER_FORMATS + ("clscisumm",)
 EXTENSIONS: Dict[str, Sequence[str]] = {
     "tei": (".xml",),
     "jats": (".xml", ".nxml"),
     "s2orc": (".json",),
     "text": (".txt", ".md", ".markdown"),
+    "pdf": (".pdf",),
     "clscisumm": (".xml",),
 }
 PARSERS: Dict[str, Callable[[Path], Paper]] = {
@@ -52,14 +58,16 @@ PARSERS: Dict[str, Callable[[Path], Paper]] = {
     "jats": parse_jats,
     "s2orc": parse_s2orc,
     "text": parse_text,
+    "pdf": parse_pdf,
 }
 _XML_ROOTS = {"TEI": "tei", "article": "jats", "PAPER": "clscisumm"}
 PathLike = Union[str, Path]
 
 
 def detect_format(path: PathLike) -> str:
-    """``"tei"``, ``"jats"``, ``"s2orc"``, ``"text"`` or ``"clscisumm"``,
-    by content; a ReaderError naming the file when it is none of them."""
+    """``"tei"``, ``"jats"``, ``"s2orc"``, ``"text"``, ``"pdf"`` or
+    ``"clscisumm"``, by content; a ReaderError naming the file when it is
+    none of them."""
     path = Path(path)
     if path.is_dir():
         if _is_clscisumm_dir(path):
@@ -67,6 +75,10 @@ def detect_format(path: PathLike) -> str:
         raise ReaderError(path, None, "cannot detect the format of a directory (not CL-SciSumm topics)")
     with open(path, "rb") as fileh:
         head = fileh.read(4096)
+    if is_pdf(head):
+        return "pdf"
+    if path.suffix.lower() == ".pdf":
+        raise ReaderError(path, None, "not a PDF: no %PDF- header")
     if b"\x00" in head:
         raise ReaderError(path, None, "cannot detect the format: binary file (NUL bytes)")
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -160,10 +172,11 @@ def same_name_papers(ids: Dict[str, str]) -> int:
 
 
 def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: str = "sentencizer",
-               doc_id: Optional[str] = None) -> Doc:
+               doc_id: Optional[str] = None, grobid: Optional[str] = None) -> Doc:
     """One file as one Doc (a ReaderError naming the file if it is not
     usable). ``doc_id``: the paper's id (default: the file name without
-    extension; a CL-SciSumm paper keeps the id its XML gives)."""
+    extension; a CL-SciSumm paper keeps the id its XML gives). ``grobid``: a
+    GROBID server's URL that PDFs are sent to."""
     path = Path(path)
     if fmt == "auto":
         fmt = detect_format(path)
@@ -171,7 +184,12 @@ def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: st
         return _clscisumm_doc(path, nlp)
     if fmt not in PARSERS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
-    paper = PARSERS[fmt](path)
+    if fmt == "pdf" and grobid:
+        from .pdf.grobid import parse_pdf_with_grobid
+
+        paper = parse_pdf_with_grobid(path, grobid)
+    else:
+        paper = PARSERS[fmt](path)
     if not any(p.text for p in paper.paragraphs):
         raise ReaderError(path, None, f"no text found ({fmt})")
     if doc_id is not None:
@@ -208,13 +226,15 @@ def read_papers(
     limit: int = 0,
     errors: str = "skip",
     stats: Optional[ReadStats] = None,
+    grobid: Optional[str] = None,
 ) -> Iterator[Doc]:
     """Yield one Doc per paper file under ``paths`` (files or folders).
     ``fmt``: ``"auto"`` (:func:`detect_format` per file) or one of
     :data:`FORMATS`; ``splitter``: ``"sentencizer"`` or ``"senter"`` for
     text without gold sentences; ``limit`` > 0 stops after that many Docs.
     A file that cannot be read raises a ReaderError naming it
-    (``errors="raise"``) or is skipped and counted in ``stats``."""
+    (``errors="raise"``) or is skipped and counted in ``stats``. ``grobid``:
+    see :func:`read_paper`."""
     check_errors_mode(errors)
     if fmt != "auto" and fmt not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
@@ -230,7 +250,7 @@ def read_papers(
             return
         stats.read += 1
         try:
-            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, doc_id=ids[key])
+            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, doc_id=ids[key], grobid=grobid)
         except ReaderError as err:
             handle(err, errors, stats)
             continue

@@ -19,7 +19,7 @@ An index is a directory::
 No pickle anywhere. Corpora: ``.spacy`` DocBins, the JSONL written by
 ``spacy-rhetoric label`` (one sentence per line, consecutive lines of one
 ``paper_id`` are one paper) and paper files in any format
-``readers.papers.detect_format`` knows (TEI, JATS, S2ORC, CL-SciSumm XML,
+``readers.papers.detect_format`` knows (TEI, JATS, S2ORC, PDF, CL-SciSumm XML,
 text), given as files or folders (searched recursively, hidden files left
 out). A file that cannot be read is skipped and counted.
 
