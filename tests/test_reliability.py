@@ -115,6 +115,10 @@ def test_outputs_inside_a_pipeline_are_refused(model_dir, tmp_path):
     assert code == 1 and "inside the input" in text
     with pytest.raises(PathError, match="inside the input"):
         annotate_corpus(model_dir, [paper], model_dir / "vocab")
+    from spacy_rhetoric.search import build_index
+
+    with pytest.raises(PathError, match="inside the input"):
+        build_index(model_dir, [paper], model_dir / "idx", progress=False)
     after = {p: p.read_bytes() for p in model_dir.rglob("*") if p.is_file()}
     assert after == before
     spacy.load(model_dir)
