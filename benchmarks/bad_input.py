@@ -52,7 +52,8 @@ def run_timed(args: List[str], cwd: Path, timeout: int = 600, env_extra=None) ->
     text = re.sub(r"[╭╮╰╯─]+", " ", text)
     text = re.sub(r"\s+", " ", text)
     match = (re.search(r"(✘.*?)(?= [ℹ⚠✔✘] |$)", text) or re.search(r"(Invalid value.*?)(?= Try |$)", text)
-             or re.search(r"(⚠.*?)(?= [ℹ⚠✔✘] |$)", text) or re.search(r"(✔.*?)(?= [ℹ⚠✔✘] |$)", text))
+             or re.search(r"(⚠.*?)(?= [ℹ⚠✔✘] |$)", text) or re.search(r"(✔.*?)(?= [ℹ⚠✔✘] |$)", text)
+             or re.search(r"(ℹ.*?)(?= [ℹ⚠✔✘] |$)", text))
     seen = match.group(1) if match else text[-160:]
     seen = re.split(r" \S+: +\d+%", seen)[0].strip()  # a progress bar after the line
     if "Traceback" in out:
