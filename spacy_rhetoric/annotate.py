@@ -200,10 +200,20 @@ def annotate_docs(nlp: Language, docs: Sequence[Doc], settings: AnnotateSettings
                   batch_size: int) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
     """Annotate the Docs of one input in this process: (records, words,
     DocBin bytes of the annotated Docs if ``settings.spacy``)."""
+    from .long_docs import process_long_doc
+
     starts = [sentence_starts(doc) for doc in docs]
-    results = [doc_result(doc, s, settings) for doc, s in zip(
-        nlp.pipe(docs, batch_size=batch_size, disable=sentence_splitters(nlp)), starts)]
+    short = [doc for doc in docs if not is_long(nlp, doc)]
+    done = iter(nlp.pipe(short, batch_size=batch_size, disable=sentence_splitters(nlp)))
+    results = [doc_result(process_long_doc(nlp, doc, disable=sentence_splitters(nlp)) if is_long(nlp, doc)
+                          else next(done), s, settings) for doc, s in zip(docs, starts)]
     return _combine(results, settings)
+
+
+def is_long(nlp: Language, doc: Doc) -> bool:
+    """A paper longer than ``nlp.max_length``: annotated in pieces of whole
+    sentences (``long_docs.process_long_doc``), in this process."""
+    return len(doc.text) > nlp.max_length
 
 
 def _combine(results, settings: AnnotateSettings) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
@@ -391,12 +401,27 @@ def annotate_corpus(
                 finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
             )
         elif pending:
+            from .long_docs import process_long_doc
+
             def read(inp: InputFile):
                 docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)
-                return None if docs is None else (docs, [(doc, sentence_starts(doc)) for doc in docs])
+                if docs is None:
+                    return None
+                # a paper longer than nlp.max_length is annotated here, in pieces (long_docs)
+                long_done = {i: doc_result(process_long_doc(nlp, doc, disable=sentence_splitters(nlp)),
+                                           sentence_starts(doc), settings)
+                             for i, doc in enumerate(docs) if is_long(nlp, doc)}
+                return ((docs, long_done),
+                        [(doc, sentence_starts(doc)) for i, doc in enumerate(docs) if i not in long_done])
+
+            def finish_stream(inp: InputFile, payload, results) -> None:
+                docs, long_done = payload
+                rest = iter(results)
+                ordered = [long_done[i] if i in long_done else next(rest) for i in range(len(docs))]
+                finish(inp, docs, _combine(ordered, settings))
 
             stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
-                          finish=lambda inp, docs, results: finish(inp, docs, _combine(results, settings)),
+                          finish=finish_stream,
                           n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
                           # one paper per input but in a .spacy: no more processes than papers
                           max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))

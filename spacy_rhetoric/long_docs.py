@@ -22,13 +22,20 @@ dropped before joining; other user data is joined by spaCy's ``from_docs``
 boundary, so a cut inside a paragraph (only when a paragraph alone exceeds
 ``max_chars``) can split what the parser would have kept as one sentence.
 
+``process_long_doc`` does the same for a Doc a reader made (preset sentence
+starts, headings, sids, citations): cut at sentence starts into pieces of at
+most ``max_chars`` characters (a longer sentence is a piece of its own), each
+piece with its slice of the per-sentence store and of the span groups, run
+one at a time and joined as above; ``annotate``, ``index`` and ``render`` run
+a paper longer than ``nlp.max_length`` through it.
+
 ``make_doc`` is the readers' tokenizer for a text of any length: a text over
 ``nlp.max_length`` characters (where ``nlp.make_doc`` raises spaCy's E088) is
 cut the same way and its pieces' tokens joined, so one long paper is read
 like any other instead of stopping a batch.
 """
 import re
-from typing import Any, Dict, Iterator, List, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.language import Language
@@ -147,10 +154,69 @@ def _join_span_scores(joined: Doc, docs: Sequence[Doc]) -> None:
             group.attrs["scores"] = numpy.concatenate([numpy.asarray(s) for s in scores])
 
 
-def _pieces(nlp: Language, texts: Sequence[str], batch_size: int) -> Iterator[Doc]:
+def _pieces(nlp: Language, texts: Sequence[Any], batch_size: int) -> Iterator[Doc]:
     for doc in nlp.pipe(texts, batch_size=batch_size):
         doc.user_data.pop(TRF_DATA_KEY, None)  # free the transformer output now
         yield doc
+
+
+def slice_doc(doc: Doc, start: int, end: int) -> Doc:
+    """``doc[start:end]`` as a Doc with its sentence starts, its share of the
+    ``spacy_rhetoric`` store (per-sentence values shifted; doc-level values
+    kept) and of the span groups."""
+    from spacy.tokens import Span
+
+    piece = doc[start:end].as_doc()
+    store: Dict[str, Any] = {}
+    for field, values in doc.user_data.get(ext.STORE_KEY, {}).items():
+        if field == ext.CITANCE_LINKS:
+            continue  # char offsets into the whole Doc: not a reader's value
+        if isinstance(values, dict) and field != ext.DOC_ID:
+            kept = {}
+            for key, value in values.items():
+                s, e = (int(x) for x in key.split(":"))
+                if start <= s and e <= end:
+                    if field == ext.PHRASE_MATCH and value is not None:
+                        value = [int(value[0]) - start, int(value[1]) - start]
+                    kept[f"{s - start}:{e - start}"] = value
+            store[field] = kept
+        else:
+            store[field] = values
+    if store:
+        piece.user_data[ext.STORE_KEY] = store
+    for key, group in doc.spans.items():
+        piece.spans[key] = [Span(piece, span.start - start, span.end - start, label=span.label,
+                                 kb_id=span.kb_id) for span in group if start <= span.start and span.end <= end]
+    return piece
+
+
+def sentence_pieces(doc: Doc, max_chars: int) -> List[Tuple[int, int]]:
+    """Token ranges of whole sentences, each at most ``max_chars``
+    characters (a longer sentence alone)."""
+    ranges: List[Tuple[int, int]] = []
+    start = 0
+    for sent in doc.sents:
+        if sent.start > start and sent.end_char - doc[start].idx > max_chars:
+            ranges.append((start, sent.start))
+            start = sent.start
+    if start < len(doc) or not ranges:
+        ranges.append((start, len(doc)))
+    return ranges
+
+
+def process_long_doc(nlp: Language, doc: Doc, *, max_chars: int = DEFAULT_MAX_CHARS,
+                     threshold: Optional[int] = None, disable: Sequence[str] = ()) -> Doc:
+    """``nlp(doc)`` for a Doc with preset sentence starts; one longer than
+    ``threshold`` characters (default ``nlp.max_length``) in pieces of whole
+    sentences of at most ``max_chars`` characters (see the module
+    docstring); ``disable``: components left out (the sentence splitters)."""
+    ext.install_extensions()
+    threshold = nlp.max_length if threshold is None else threshold
+    with nlp.select_pipes(disable=list(disable)):
+        if len(doc.text) <= threshold or not doc.has_annotation("SENT_START"):
+            return nlp(doc)
+        pieces = [slice_doc(doc, a, b) for a, b in sentence_pieces(doc, max_chars)]
+        return join_docs(list(_pieces(nlp, pieces, 1)))
 
 
 def process_long_text(

@@ -115,6 +115,10 @@ def test_outputs_inside_a_pipeline_are_refused(model_dir, tmp_path):
     assert code == 1 and "inside the input" in text
     with pytest.raises(PathError, match="inside the input"):
         annotate_corpus(model_dir, [paper], model_dir / "vocab")
+    from spacy_rhetoric.search import build_index
+
+    with pytest.raises(PathError, match="inside the input"):
+        build_index(model_dir, [paper], model_dir / "idx", progress=False)
     after = {p: p.read_bytes() for p in model_dir.rglob("*") if p.is_file()}
     assert after == before
     spacy.load(model_dir)
@@ -194,6 +198,11 @@ def test_long_paper_is_read_and_annotated_with_the_others(model_dir, tmp_path, m
     monkeypatch.setattr(annotate, "load_pipeline", small_max_length)
     summary = annotate.annotate_corpus(model_dir, [src], tmp_path / "out")
     assert summary["inputs_annotated"] == 2 and summary["sentences"] == 2 + 201
+    import srsly
+
+    records = [r for r in srsly.read_jsonl(tmp_path / "out" / "annotations.jsonl") if r["paper_id"] == "long"]
+    assert [r["index"] for r in records] == list(range(201))  # annotated in pieces, joined
+    assert all(long_text[r["start_char"]:r["end_char"]] == r["text"] and r["label"] for r in records)
     # label: a line too long to be a sentence is skipped and counted, the others kept
     txt = tmp_path / "lines.txt"
     txt.write_text("We propose a method.\n" + "y " * 6000 + "\nIt works.\n", encoding="utf8")
@@ -516,3 +525,24 @@ def test_citances_keyed_by_citing_sentence_not_number(tmp_path):
     assert by_text[x].gold_by_annotator == {"A": ["10", "14"]} and by_text[x].key[2] == "5+6"
     assert by_text[y].gold_by_annotator == {"B": ["11"]} and by_text[y].key[2] == "5"
     assert by_text[z].gold_by_annotator == {"A": ["12"], "B": ["13"]} and by_text[z].key[2] == "1+2"
+
+
+def test_process_long_doc_keeps_what_the_reader_set(model_dir, tmp_path):
+    from spacy_rhetoric import extensions as ext
+    from spacy_rhetoric.long_docs import process_long_doc
+    from spacy_rhetoric.readers.common import sentence_splitters
+    from spacy_rhetoric.readers.papers import read_paper
+
+    body = " ".join(f"We parse sentence {i} of the paper (Smith, 2020)." for i in range(60))
+    paper = tmp_path / "p.tei.xml"
+    paper.write_text(TEI.format(body), encoding="utf8")
+    nlp = spacy.load(model_dir)
+    splitters = sentence_splitters(nlp)
+    whole = process_long_doc(nlp, read_paper(paper, nlp), disable=splitters)
+    pieces = process_long_doc(nlp, read_paper(paper, nlp), max_chars=400, threshold=1000, disable=splitters)
+    assert pieces.text == whole.text
+    assert [s.text for s in pieces.sents] == [s.text for s in whole.sents] and len(list(pieces.sents)) == 60
+    for field in (ext.HEADING, ext.PARAGRAPH):
+        assert ext.get_sent_labels(pieces, field=field) == ext.get_sent_labels(whole, field=field)
+    assert all(label is not None for label in ext.get_sent_labels(pieces))
+    assert ext.get_doc_value(pieces, ext.DOC_ID) == "p" and ext.get_doc_value(pieces, ext.TITLE) == "T"

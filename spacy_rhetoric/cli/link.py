@@ -155,7 +155,7 @@ def _check_link_paths(paths: List[Path], evaluate: bool, model: Optional[Path], 
     if vectors is not None:
         check_input(vectors, what="--vectors file")
     if output is not None:
-        inputs = [p for p in paths if str(p) != "-"] + [p for p in (vectors,) if p is not None]
+        inputs = [p for p in paths if str(p) != "-"] + [p for p in (vectors, model) if p is not None]
         check_output(output, what="--output", inputs=inputs, kind="json" if evaluate else "jsonl", force=force)
 
 

@@ -110,7 +110,7 @@ def map_cli(
             check_input(path, what="corpus", dir_ok=True)
         if output.suffix.lower() != ".png":
             raise ValueError(f"output {output} must be a .png file")
-        check_outputs({"output": output}, inputs=list(corpus), kinds={"output": "png"}, force=force)
+        check_outputs({"output": output}, inputs=list(corpus) + ([Path(model)] if model and Path(model).exists() else []), kinds={"output": "png"}, force=force)
         prepare_outputs({"output": output})
         if len(corpus) == 1 and (corpus[0] / CONFIG_FILE).is_file():
             vectors, labels, total = index_vectors(corpus[0], max_points, seed)

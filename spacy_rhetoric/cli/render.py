@@ -50,12 +50,11 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
         from ..readers.papers import read_paper
 
         docs = [read_paper(paper, nlp)]
-    if nlp is not None:  # preset sentence boundaries are kept
-        out = []
-        for doc in docs:
-            with nlp.select_pipes(disable=sentence_splitters(nlp) if doc.has_annotation("SENT_START") else []):
-                out.append(nlp(doc))
-        docs = out
+    if nlp is not None:  # preset sentence boundaries are kept; a long paper in pieces (long_docs)
+        from ..long_docs import process_long_doc
+
+        docs = [process_long_doc(nlp, doc, disable=sentence_splitters(nlp) if doc.has_annotation("SENT_START")
+                                 else []) for doc in docs]
     if not any(has_labels(doc) for doc in docs):
         raise ValueError(f"{paper}: no sentence has a rhetoric label"
                          + ("" if nlp is not None else " (annotate it with --model PIPELINE)")

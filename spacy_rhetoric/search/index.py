@@ -218,7 +218,8 @@ def build_index(
 
     if part_sentences < 1 or batch_size < 1:
         raise SearchIndexError("part_sentences and batch_size must be at least 1")
-    index_path = check_index_output(index_path, corpus)
+    # never inside the corpus folders nor inside the pipeline directory
+    index_path = check_index_output(index_path, [*corpus, *([model] if Path(model).is_dir() else [])])
     files = corpus_files(corpus)
     nlp = load_pipeline(model)
     check_index_type(index_type, pipeline_dim(nlp))

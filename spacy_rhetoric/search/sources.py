@@ -213,19 +213,25 @@ def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
     """Run ``nlp`` over paper records (preset boundaries kept: sentence
     splitters disabled) and collect every sentence's vector and row (with
     the paper's ``input``, the corpus file it came from)."""
+    from ..long_docs import process_long_doc
     from ..readers.common import sentence_splitters
 
     docs = [paper_doc(nlp, p) for p in papers]
     golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
     matrices, rows = [], []
-    with nlp.select_pipes(disable=sentence_splitters(nlp)):
-        for doc, gold, paper in zip(nlp.pipe(docs, batch_size=batch_size), golds, papers):
-            matrix, doc_rows = sentence_rows(doc, gold)
-            for row in doc_rows:
-                row["input"] = paper.get("input")
-            if doc_rows:
-                matrices.append(matrix)
-                rows.extend(doc_rows)
+    splitters = sentence_splitters(nlp)
+    done = iter(nlp.pipe([d for d in docs if len(d.text) <= nlp.max_length], batch_size=batch_size,
+                         disable=splitters))
+    # a paper longer than nlp.max_length in pieces of whole sentences (long_docs)
+    annotated = (next(done) if len(d.text) <= nlp.max_length else process_long_doc(nlp, d, disable=splitters)
+                 for d in docs)
+    for doc, gold, paper in zip(annotated, golds, papers):
+        matrix, doc_rows = sentence_rows(doc, gold)
+        for row in doc_rows:
+            row["input"] = paper.get("input")
+        if doc_rows:
+            matrices.append(matrix)
+            rows.extend(doc_rows)
     if not rows:
         return numpy.zeros((0, 0), "float32"), []
     return numpy.vstack(matrices), rows
