@@ -100,3 +100,25 @@ def save_tiny_bert(path, *, section_tokens: bool = False):
     BertModel(config).save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     return path
+
+
+TINY_SENTENCES = ["Parsing is important.", "We aim to parse.", "We propose a method.", "It works."]
+TINY_LABELS = ["background", "objective", "method", "result"]
+
+
+def save_tiny_pipeline(path, pipes=("rhetoric_function_classifier", "rhetoric_sentence_encoder")):
+    """blank + sentencizer + ``pipes``, initialized (untrained) on four labelled
+    sentences, saved to ``path``; returns ``path``."""
+    import spacy
+    from spacy.training import Example
+
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    for name in pipes:
+        nlp.add_pipe(name)
+    ref = doc_from_sentences(nlp, TINY_SENTENCES, labels=TINY_LABELS)
+    nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
+    nlp.to_disk(path)
+    return path

@@ -9,10 +9,9 @@ import sys
 import pytest
 import spacy
 import srsly
-from helpers import kill_then_rerun
+from helpers import kill_then_rerun, save_tiny_pipeline
 from spacy.language import Language
 from spacy.tokens import DocBin
-from spacy.training import Example
 from spacy.vocab import Vocab
 from typer.testing import CliRunner
 
@@ -38,16 +37,7 @@ NOTE = ("# A short note\n\n## Introduction\n\nParsing is an important step. We a
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """blank + sentencizer + classifier + encoder, initialized with labels."""
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("rhetoric_function_classifier")
-    nlp.add_pipe("rhetoric_sentence_encoder")
-    sents = ["Parsing is important.", "We aim to parse.", "We propose a method.", "It works."]
-    ref = doc_from_sentences(nlp, sents, labels=LABELS)
-    nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
-    path = tmp_path_factory.mktemp("annotate_model") / "pipeline"
-    nlp.to_disk(path)
-    return path
+    return save_tiny_pipeline(tmp_path_factory.mktemp("annotate_model") / "pipeline")
 
 
 @pytest.fixture(scope="module")

@@ -235,21 +235,12 @@ def test_grobid_option(shared_data, nlp, tmp_path):
 @pytest.fixture(scope="module")
 def small_pipeline(tmp_path_factory):
     """blank + sentencizer + section tagger + classifier, initialized (untrained)."""
-    from spacy.training import Example
+    from helpers import save_tiny_pipeline
 
     import spacy_rhetoric  # noqa: F401  (factories)
-    from spacy_rhetoric.readers.common import doc_from_sentences
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("rhetoric_section_tagger")
-    nlp.add_pipe("rhetoric_function_classifier")
-    ref = doc_from_sentences(nlp, ["Parsing is important.", "We aim to parse.", "We propose a method.", "It works."],
-                             labels=["background", "objective", "method", "result"])
-    nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
-    path = tmp_path_factory.mktemp("pdf_pipeline") / "pipeline"
-    nlp.to_disk(path)
-    return path
+    return save_tiny_pipeline(tmp_path_factory.mktemp("pdf_pipeline") / "pipeline",
+                              pipes=("rhetoric_section_tagger", "rhetoric_function_classifier"))
 
 
 def test_annotate_and_demo_read_pdfs(tiny_pdf, small_pipeline, tmp_path, capsys):

@@ -7,9 +7,8 @@ import stat
 
 import pytest
 import spacy
-from helpers import cli_text
+from helpers import cli_text, save_tiny_pipeline
 from spacy.tokens import DocBin
-from spacy.training import Example
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
@@ -21,7 +20,6 @@ from spacy_rhetoric.cli import app
 from spacy_rhetoric.io import PathError, atomic_write_text, check_output
 from spacy_rhetoric.readers.common import doc_from_sentences
 
-LABELS = ["background", "objective", "method", "result"]
 PAPER = ("# A note\n\n## Introduction\n\nParsing is an important step. We aim to parse long sentences.\n\n"
          "## Results\n\nOur results show a gain of four points.\n")
 TEI = ('<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>T</title>'
@@ -40,16 +38,7 @@ def run(*args):
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """blank + sentencizer + classifier + encoder, initialized with labels."""
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("rhetoric_function_classifier")
-    nlp.add_pipe("rhetoric_sentence_encoder")
-    sents = ["Parsing is important.", "We aim to parse.", "We propose a method.", "It works."]
-    ref = doc_from_sentences(nlp, sents, labels=LABELS)
-    nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
-    path = tmp_path_factory.mktemp("reliability_model") / "pipeline"
-    nlp.to_disk(path)
-    return path
+    return save_tiny_pipeline(tmp_path_factory.mktemp("reliability_model") / "pipeline")
 
 
 def special_file(path):
