@@ -116,13 +116,13 @@ def _sentence_rows(record: dict, path: Path, line: int) -> List[Tuple[str, Optio
             if not (heading and is_back_matter_heading(heading)):
                 heading = back[0]
         elif "Abstract" in structure or (heading and heading.lower() == ABSTRACT) or (
-                heading is not None and heading == title and not rows_have_body(rows)):
+                heading is not None and heading == title and not _rows_have_body(rows)):
             heading = ABSTRACT_HEADING
         rows.append((text, heading, list(coarse)))
     return rows
 
 
-def rows_have_body(rows) -> bool:
+def _rows_have_body(rows) -> bool:
     """True once a sentence under a heading other than the abstract was read."""
     return any(h not in (None, ABSTRACT_HEADING) for _, h, _ in rows)
 

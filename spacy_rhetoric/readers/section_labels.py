@@ -120,7 +120,7 @@ def drop_sections(doc: Doc, section_dropout: float, doc_section_dropout: float,
     back matter). ``rng``: defaults to the ``random`` module (seeded by
     ``spacy train``)."""
     rng = rng or random
-    values = extensions._field(doc, SECTION)
+    values = extensions.labelled_spans(doc, field=SECTION)  # (start, end, section) in doc order
     if not values:
         return doc
     if rng.random() < doc_section_dropout:
@@ -128,16 +128,15 @@ def drop_sections(doc: Doc, section_dropout: float, doc_section_dropout: float,
         return doc
     if section_dropout <= 0.0:
         return doc
-    kept, previous, keep = {}, object(), True
-    for key, value in sorted(values.items(), key=lambda kv: int(kv[0].split(":")[0])):
+    kept, previous, keep = [], object(), True
+    for start, end, value in values:
         if value != previous:
             keep = rng.random() >= section_dropout
             previous = value
         if keep:
-            kept[key] = value
-    store = dict(doc.user_data.get(extensions.STORE_KEY, {}))
-    store[SECTION] = kept
-    doc.user_data[extensions.STORE_KEY] = store
+            kept.append((start, end, value))
+    extensions.clear_field(doc, SECTION)
+    set_span_values(doc, SECTION, [doc[start:end] for start, end, _ in kept], [value for _, _, value in kept])
     return doc
 
 
