@@ -264,7 +264,7 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
     sentence with its function label and score, its phrase label and n-gram,
     and for ``n_similar`` sentences the most similar other sentence."""
     from .extensions import HEADING
-    from .ml.sections import token_values
+    from .section_headings import token_values
 
     doc = nlp(read_paper_doc(nlp, paper))
     headings = token_values(doc, HEADING)
