@@ -128,7 +128,7 @@ def convert_csabstruct(jsonl: Path, output: Path) -> Path:
     """CSAbstruct ``.jsonl`` -> ``.spacy`` DocBin with gold sentence labels
     (the input of the encoder's SentenceCorpus reader). Kept if it exists and
     is newer than ``jsonl``."""
-    from .cli.convert import convert_corpus
+    from .readers.convert import convert_corpus
 
     if not output.exists() or output.stat().st_mtime_ns < jsonl.stat().st_mtime_ns:
         stats = convert_corpus("csabstruct", jsonl, output)
