@@ -7,7 +7,7 @@ Usage (from the repository root)::
 
 ``--model`` is the same spec as ``spacy-rhetoric evaluate``: ``raw-minilm``,
 ``raw:<hf name>`` or a trained pipeline directory (repeatable); the numbers
-come from ``spacy_rhetoric.cli.evaluate.evaluate_model``, so the command and
+come from ``spacy_rhetoric.model_evaluation.evaluate_model``, so the command and
 this script cannot disagree.
 
 Datasets (``--datasets``, default both):
@@ -128,7 +128,7 @@ def main(argv=None):
     import torch
 
     import spacy_rhetoric  # noqa: F401
-    from spacy_rhetoric.cli.evaluate import evaluate_model, resolve_model_spec
+    from spacy_rhetoric.model_evaluation import evaluate_model, resolve_model_spec
 
     torch.set_num_threads(args.threads)
     specs = [resolve_model_spec(m) for m in (args.model or ["raw-minilm"])]

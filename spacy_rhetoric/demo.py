@@ -128,7 +128,7 @@ def convert_csabstruct(jsonl: Path, output: Path) -> Path:
     """CSAbstruct ``.jsonl`` -> ``.spacy`` DocBin with gold sentence labels
     (the input of the encoder's SentenceCorpus reader). Kept if it exists and
     is newer than ``jsonl``."""
-    from .cli.convert import convert_corpus
+    from .readers.convert import convert_corpus
 
     if not output.exists() or output.stat().st_mtime_ns < jsonl.stat().st_mtime_ns:
         stats = convert_corpus("csabstruct", jsonl, output)
@@ -264,7 +264,7 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
     sentence with its function label and score, its phrase label and n-gram,
     and for ``n_similar`` sentences the most similar other sentence."""
     from .extensions import HEADING
-    from .ml.sections import token_values
+    from .section_headings import token_values
 
     doc = nlp(read_paper_doc(nlp, paper))
     headings = token_values(doc, HEADING)

@@ -17,6 +17,11 @@ learned heading classifier and its training (used by
   rebuilt on load, never pickled. The packaged one
   (``assets/section_model.json``) is built from the FeRoSA headings by
   ``scripts/build_section_model.py``.
+* :func:`sentence_sections`: the section of each sentence of a doc, from the
+  doc store (``sent._.rhetoric_section`` / ``rhetoric_heading``), with back
+  matter (``BACK_MATTER``) by the ``back_matter`` rules and, optionally, by
+  :func:`is_acknowledgement` (used by the section-aware classifier,
+  ``ml/sections.py``, and the weak labels of ``readers/section_labels.py``).
 """
 import re
 from dataclasses import dataclass
@@ -27,6 +32,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import srsly
+from spacy.tokens import Doc
+
+from .extensions import HEADING, SECTION, labelled_spans
 
 # Categories, in the order of a paper. COSAEMB's five plus title, abstract
 # and other (back matter, junk, and headings the model is unsure about).
@@ -353,3 +361,74 @@ def is_back_matter_heading(heading: str) -> bool:
         return False
     match = packaged_rules().match(parse_heading(heading).model_text)
     return bool(match is not None and match.back_matter)
+
+
+# -- the section of each sentence of a doc ------------------------------------------
+
+BACK_MATTER = "back matter"
+BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
+# Every name sentence_sections gives; the one-hot order of ml/sections.py (never reorder: trained
+# models depend on it).
+SENTENCE_SECTIONS = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
+                     BACK_MATTER, UNKNOWN)
+_SENTENCE_SECTION_SET = frozenset(SENTENCE_SECTIONS)
+
+
+def token_values(doc: Doc, field: str) -> List[Optional[str]]:
+    """The value of ``field`` covering each token of ``doc`` (None: none)."""
+    values: List[Optional[str]] = [None] * len(doc)
+    for start, end, value in labelled_spans(doc, field=field):
+        if isinstance(value, str) and value.strip():
+            values[start:end] = [value] * (end - start)
+    return values
+
+
+ACKNOWLEDGEMENT = re.compile(
+    r"^\s*(?:we|the authors?|i)\s+(?:would\s+(?:also\s+)?like\s+to\s+|also\s+|wish\s+to\s+|are\s+grateful|"
+    r"gratefully\s+acknowledge|acknowledge|thank)|^\s*this\s+(?:work|research|project)\s+(?:was|is|has\s+been)\s+"
+    r"(?:partially\s+|partly\s+)?(?:supported|funded)",
+    re.IGNORECASE,
+)
+
+
+def is_acknowledgement(text: str) -> bool:
+    """A thank-you or funding sentence ("We would like to thank the
+    reviewers...", "This work was supported by...")."""
+    m = ACKNOWLEDGEMENT.match(text)
+    return bool(m) and bool(re.search(r"\b(?:thank|grateful|acknowledge|supported|funded)", text[: m.end() + 20],
+                                      re.IGNORECASE))
+
+
+def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[int]] = None) -> List[str]:
+    """The section of the sentences starting at token ``starts`` (in doc
+    order): a ``SENTENCE_SECTIONS`` name. The section of a sentence is the
+    value covering its first token (``unknown`` without one, or for a raw
+    heading that is no category); a sentence outside the body and the
+    abstract from the first back-matter heading on (``is_back_matter_heading``)
+    is ``back matter``. With ``ends`` (``acknowledgements`` of the
+    classifier), a thank-you or funding sentence (``is_acknowledgement``)
+    outside the abstract is back matter too."""
+    sections = token_values(doc, SECTION)
+    headings = token_values(doc, HEADING)
+    # back matter from the first back-matter heading on
+    first_back = len(doc)
+    seen = set()
+    for i, heading in enumerate(headings):
+        if heading is not None and heading not in seen:
+            seen.add(heading)
+            if is_back_matter_heading(heading):
+                first_back = i
+                break
+    out = []
+    for k, start in enumerate(starts):
+        start = int(start)
+        section = sections[start] if start < len(doc) else None
+        if section not in BODY_SECTIONS and section != ABSTRACT and start >= first_back:
+            out.append(BACK_MATTER)
+        elif ends is not None and section != ABSTRACT and is_acknowledgement(doc[start:int(ends[k])].text):
+            out.append(BACK_MATTER)
+        elif section in _SENTENCE_SECTION_SET:
+            out.append(section)
+        else:
+            out.append(UNKNOWN)
+    return out

@@ -427,12 +427,12 @@ def test_pipe_trains_and_predicts_on_simulated_device(factory, model):
 
 def test_sections_read_once_per_batch_on_device(nlp, monkeypatch):
     """Five layers of SectionAware v3 ask for the sections of the same batch;
-    the n-gram branch runs on the CPU and must still share the cached answer."""
-    from spacy_rhetoric.ml import sections
+    the n-gram branch runs on the CPU and must still share the batch's answer."""
+    from spacy_rhetoric.ml import segments
 
     calls = []
-    original = sections._sections_of
-    monkeypatch.setattr(sections, "_sections_of", lambda *args: calls.append(1) or original(*args))
+    original = segments.read_sections
+    monkeypatch.setattr(segments, "read_sections", lambda *args: calls.append(1) or original(*args))
     with device_ops():
         fix_random_seed(0)
         model = build("SectionAwareSentenceClassifier.v3")

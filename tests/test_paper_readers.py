@@ -402,7 +402,7 @@ def test_malformed_files(shared_data, tmp_path, nlp):
 
 
 def test_convert_and_corpus(shared_data, tmp_path):
-    from spacy_rhetoric.cli.convert import NothingConverted, convert_corpus
+    from spacy_rhetoric.readers.convert import NothingConverted, convert_corpus
 
     folder = tmp_path / "in"
     folder.mkdir()

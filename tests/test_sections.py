@@ -206,7 +206,8 @@ def test_segments_of_docs_and_section_runs():
     from thinc.api import NumpyOps
 
     from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
-    from spacy_rhetoric.ml.sequence import _position_keys, segments_of
+    from spacy_rhetoric.ml.segments import segments_of
+    from spacy_rhetoric.ml.sequence import _position_keys
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
@@ -216,10 +217,10 @@ def test_segments_of_docs_and_section_runs():
     b = sectioned_doc(nlp, ["M n.", "O p."], ["results", "results"], ["3 Results"] * 2)
     docs = [a, b]
     X = (docs, make_indices(NumpyOps(), [doc_sentence_offsets(d) for d in docs]))
-    assert segments_of(*X, "docs") == ([6, 2], ["", ""])
-    assert segments_of(*X, "sections") == ([2, 3, 1, 2], ["abstract", "introduction", "method", "results"])
+    assert segments_of(X, "docs") == ([6, 2], ["", ""])
+    assert segments_of(X, "sections") == ([2, 3, 1, 2], ["abstract", "introduction", "method", "results"])
     with pytest.raises(ValueError, match="segments"):
-        segments_of(*X, "paragraphs")
+        segments_of(X, "paragraphs")
     # untagged keys are the v1 keys; a tag makes them differ per section
     assert _position_keys(2)[0][0] == hash_string("__pos_rel=0")
     assert _position_keys(2, "introduction")[0][0] == hash_string("__pos_rel=0|introduction")
@@ -265,13 +266,15 @@ def test_v3_positions_count_within_sections():
     assert with_segment_positions(model.get_ref("pooler"), trunk.layers[1]).attrs["segments"] == "sections"
 
 
-def test_sections_of_reuses_its_answer_for_the_same_batch_only():
-    """One forward pass asks several layers for the sections of one batch:
-    the answer is computed once per (indices object, docs, flag), a new batch
-    is read afresh, and callers cannot change the kept answer."""
+def test_a_sentence_batch_reads_its_sections_once_per_flag():
+    """One forward pass asks several layers for the sections of one batch: a
+    SentenceBatch reads them once per acknowledgements flag and keeps them
+    (callers cannot change the kept answer), copies made with ``with_parts``
+    share them, and a plain (docs, indices) tuple is read each time; no
+    state outside the batch."""
     from thinc.api import NumpyOps
 
-    from spacy_rhetoric.ml import sections as sections_module
+    from spacy_rhetoric.ml import segments
     from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
 
     nlp = spacy.blank("en")
@@ -280,24 +283,32 @@ def test_sections_of_reuses_its_answer_for_the_same_batch_only():
     b = sectioned_doc(nlp, ["C d."], ["results"], ["3 Results"])
     Xa = ([a], make_indices(NumpyOps(), [doc_sentence_offsets(a)]))
     calls = []
-    original = sections_module._sections_of
+    original = segments.read_sections
 
     def counting(*args):
         calls.append(args[2])
         return original(*args)
 
-    sections_module._sections_of = counting
+    segments.read_sections = counting
     try:
-        first = sections_module.sections_of(*Xa)
+        batch = segments.as_batch(Xa)
+        assert segments.as_batch(batch) is batch
+        docs, indices = batch
+        assert docs is Xa[0] and indices is Xa[1]
+        first = segments.sections_of(batch)
         first.append("changed by a caller")
-        assert sections_module.sections_of(*Xa) == ["abstract", "method"]
-        assert sections_module.sections_of(*Xa, acknowledgements=True) == ["abstract", BACK_MATTER]
+        assert segments.sections_of(batch) == ["abstract", "method"]
+        assert segments.sections_of(batch, acknowledgements=True) == ["abstract", BACK_MATTER]
+        assert segments.segments_of(batch.with_parts(tuple(batch)), "sections") == ([1, 1], ["abstract", "method"])
         assert calls == [False, True]
-        Xb = ([b], make_indices(NumpyOps(), [doc_sentence_offsets(b)]))
-        assert sections_module.sections_of(*Xb) == ["results"]
-        assert calls == [False, True, False]
+        assert segments.sections_of(Xa) == ["abstract", "method"]
+        assert segments.sections_of(Xa) == ["abstract", "method"]
+        assert calls == [False, True, False, False]
+        Xb = segments.as_batch(([b], make_indices(NumpyOps(), [doc_sentence_offsets(b)])))
+        assert segments.sections_of(Xb) == ["results"]
+        assert calls == [False, True, False, False, False]
     finally:
-        sections_module._sections_of = original
+        segments.read_sections = original
 
 
 def test_bad_forced_section_is_an_error():

@@ -1,113 +1,23 @@
-"""``spacy-rhetoric convert``: corpus files -> ``.spacy`` DocBin with gold
-sentence boundaries, sentence labels, sections, sids and doc ids (stored as
-user data, read back by the registered readers and components).
-
-The input and output paths are checked before any work; the output is written
-to a temporary file and renamed into place when complete, and never when no
+"""``spacy-rhetoric convert``: corpus files -> ``.spacy`` DocBin
+(``readers.convert.convert_corpus``). The output is never written when no
 record could be used (exit 1 with the reason, so make / ``spacy project run``
 stop)."""
-from functools import partial
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Optional
 
 import typer
 from wasabi import msg
 
+from ..readers.convert import (  # noqa: F401 - re-exported (the library side is readers/convert.py)
+    DIRECTORY_FORMATS,
+    FORMATS,
+    PAPER_FORMATS,
+    NothingConverted,
+    convert_corpus,
+    get_reader,
+)
 from . import app
 from .common import guard, non_negative_int, nothing_done
-
-FORMATS: Dict[str, str] = {
-    "csabstruct": "CSAbstruct .jsonl, one Doc per abstract",
-    "pmc": "PMC-Sents-FULL .jsonl, one Doc per article",
-    "scicite": "SciCite JSON lines, one Doc per citation context",
-    "acl-arc": "ACL-ARC JSON lines, one Doc per citation context",
-    "clscisumm": "CL-SciSumm topics dir, one Doc per reference paper",
-    "mulms-az": "MuLMS-AZ .jsonl (expert zones of full papers), one Doc per paper with headings and gold labels",
-    "tei": "GROBID TEI XML paper(s), a file or a folder, one Doc per paper",
-    "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
-    "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
-    "text": "plain text / Markdown paper(s), a file or a folder, one Doc per paper",
-    "pdf": "PDF paper(s) with a text layer, a file or a folder, one Doc per paper (--grobid URL: via GROBID)",
-    "auto": "paper(s) in any of tei, jats, s2orc, text, pdf (detected per file), one Doc per paper",
-}
-DIRECTORY_FORMATS = ("clscisumm",)
-PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf", "auto")  # readers.papers; a file or a folder
-
-
-def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
-    if fmt in PAPER_FORMATS:
-        from ..readers.papers import read_papers
-
-        return partial(read_papers, fmt=fmt, grobid=grobid)
-    from ..readers.citation_intent import read_citation_intent
-    from ..readers.clscisumm import read_reference_docs
-    from ..readers.csabstruct import read_csabstruct
-    from ..readers.mulms import read_mulms
-    from ..readers.pmc import read_pmc_sents
-
-    readers = {
-        "csabstruct": read_csabstruct,
-        "pmc": read_pmc_sents,
-        "scicite": read_citation_intent,
-        "acl-arc": read_citation_intent,
-        "clscisumm": read_reference_docs,
-        "mulms-az": read_mulms,
-    }
-    return readers[fmt]
-
-
-class NothingConverted(ValueError):
-    """No record of the input could be used: no output is written."""
-
-
-def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str = "en",
-                   limit: int = 0, errors: str = "skip", progress: bool = False, force: bool = False,
-                   grobid: Optional[str] = None):
-    """Convert ``input_path`` and write ``output_path`` (atomically); returns
-    the ReadStats. Paths are checked first (``io.check_input``/``check_output``:
-    PathError); :class:`NothingConverted` when no record was usable (the output
-    is then left as it was). An existing output that is not a DocBin is
-    replaced only with ``force``. ``grobid``: a GROBID server's URL that PDFs
-    are sent to (paper formats only)."""
-    import spacy
-    from spacy.tokens import DocBin
-    from tqdm import tqdm
-
-    from ..io import atomic_path, check_input, check_output, prepare_outputs
-    from ..readers.common import ReadStats
-
-    if fmt not in FORMATS:
-        raise ValueError(f"Unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    if grobid and fmt not in PAPER_FORMATS:
-        raise ValueError(f"--grobid reads PDFs: it needs a paper format ({', '.join(PAPER_FORMATS)}), not {fmt!r}")
-    directory = fmt in DIRECTORY_FORMATS
-    input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
-                             dir_ok=directory or fmt in PAPER_FORMATS)
-    output_path = check_output(output_path, what="output", inputs=[input_path], kind="spacy", force=force)
-    prepare_outputs({"output": output_path})
-    nlp = spacy.blank(lang)
-    stats = ReadStats(name=f"{fmt} {input_path}")
-    docbin = DocBin(store_user_data=True)
-    docs = get_reader(fmt, grobid)(input_path, nlp, limit=limit, errors=errors, stats=stats)
-    # disable=None: shown on a terminal only (stderr), never in captured output.
-    for doc in tqdm(docs, desc=f"convert {fmt}", unit="doc", disable=None if progress else True):
-        docbin.add(doc)
-    stats.check()
-    if not stats.docs:
-        raise NothingConverted(_nothing_reason(fmt, input_path, stats))
-    with atomic_path(output_path) as tmp:
-        docbin.to_disk(tmp)
-    return stats
-
-
-def _nothing_reason(fmt: str, input_path: Path, stats) -> str:
-    if not stats.read:
-        if input_path.is_dir():
-            return f"no {fmt} input found in the folder {input_path}"
-        return f"{input_path} holds no records (empty file)"
-    reasons = ", ".join(f"{reason} x{n}" for reason, n in stats.reasons.most_common(3))
-    return (f"none of the {stats.read} records of {input_path} is usable as {fmt} "
-            f"({reasons}); is it a {fmt} file? e.g. {stats.examples[0] if stats.examples else ''}")
 
 
 def _check_format(value: str) -> str:

@@ -10,8 +10,8 @@
   input arrays (also in tuples and lists) are copied to the host, the output
   back to the chain's ops, the gradient to the host. A Ragged (the sentence
   indices) is passed as it is, as thinc's ``with_cpu`` does: the layer inside
-  reads it with ``to_host``, and ``ml.sections.sections_of``, which keeps the
-  last batch's answer by the identity of its indices, still finds it. It
+  reads it with ``to_host``; a ``ml.segments.SentenceBatch`` stays one, so
+  the layers inside share the sections read above them. It
   is thinc's ``with_cpu(chain(...))`` in one node: the layer tree (names,
   dims, parameters) is that of ``chain(*layers)``, so models saved before the
   wrapper existed still load. On the CPU nothing is copied.
@@ -40,7 +40,9 @@ def _to_cpu(X: Any) -> Any:
     if isinstance(X, numpy.ndarray):
         return X
     if isinstance(X, tuple):
-        return tuple(_to_cpu(x) for x in X)
+        parts = tuple(_to_cpu(x) for x in X)
+        with_parts = getattr(X, "with_parts", None)  # a SentenceBatch keeps what it has read
+        return with_parts(parts) if callable(with_parts) else parts
     if isinstance(X, list):
         return [_to_cpu(x) for x in X]
     if callable(getattr(X, "get", None)) and hasattr(X, "shape"):

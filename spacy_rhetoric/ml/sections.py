@@ -29,7 +29,6 @@ with the model); without ``forced_label`` among them nothing is forced.
 ``use_sections = false`` gives the same network with all-zero section
 features and no rule: the baseline of ``benchmarks/bench_sections.py``.
 """
-import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
@@ -38,84 +37,25 @@ from spacy.util import registry
 from thinc.api import Dropout, Maxout, Model, Softmax, chain, concatenate
 from thinc.types import Floats2d, Ragged
 
-from ..extensions import HEADING, SECTION, labelled_spans
-from ..section_headings import (
-    ABSTRACT,
-    CONCLUSION,
-    INTRODUCTION,
-    METHOD,
+from ..section_headings import (  # noqa: F401 - BODY_SECTIONS, UNKNOWN... re-exported from here
+    ACKNOWLEDGEMENT,
+    BACK_MATTER,
+    BODY_SECTIONS,
     OTHER,
-    RELATED_WORK,
-    RESULTS,
-    TITLE,
+    SENTENCE_SECTIONS,
     UNKNOWN,
+    is_acknowledgement,
     is_back_matter_heading,
+    sentence_sections,
+    token_values,
 )
 from .classifier import N_POSITION_FEATURES, append_positions, build_context_trunk
-from .devices import to_host
+from .segments import as_batch, sections_of, segments_of
+from .sequence import crf_layer, emitters
 
-BACK_MATTER = "back matter"
-BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
 # The one-hot feature order (never reorder: trained models depend on it).
-SECTION_FEATURES = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
-                    BACK_MATTER, UNKNOWN)
+SECTION_FEATURES = SENTENCE_SECTIONS
 _FEATURE_INDEX = {name: i for i, name in enumerate(SECTION_FEATURES)}
-
-
-def token_values(doc: Doc, field: str) -> List[Optional[str]]:
-    """The value of ``field`` covering each token of ``doc`` (None: none)."""
-    values: List[Optional[str]] = [None] * len(doc)
-    for start, end, value in labelled_spans(doc, field=field):
-        if isinstance(value, str) and value.strip():
-            values[start:end] = [value] * (end - start)
-    return values
-
-
-ACKNOWLEDGEMENT = re.compile(
-    r"^\s*(?:we|the authors?|i)\s+(?:would\s+(?:also\s+)?like\s+to\s+|also\s+|wish\s+to\s+|are\s+grateful|"
-    r"gratefully\s+acknowledge|acknowledge|thank)|^\s*this\s+(?:work|research|project)\s+(?:was|is|has\s+been)\s+"
-    r"(?:partially\s+|partly\s+)?(?:supported|funded)",
-    re.IGNORECASE,
-)
-
-
-def is_acknowledgement(text: str) -> bool:
-    """A thank-you or funding sentence ("We would like to thank the
-    reviewers...", "This work was supported by...")."""
-    m = ACKNOWLEDGEMENT.match(text)
-    return bool(m) and bool(re.search(r"\b(?:thank|grateful|acknowledge|supported|funded)", text[: m.end() + 20],
-                                      re.IGNORECASE))
-
-
-def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[int]] = None) -> List[str]:
-    """The section of the sentences starting at token ``starts`` (in doc
-    order): a ``SECTION_FEATURES`` name (see the module docstring). With
-    ``ends`` (``acknowledgements`` of the classifier), a thank-you or funding
-    sentence (``is_acknowledgement``) anywhere is back matter too."""
-    sections = token_values(doc, SECTION)
-    headings = token_values(doc, HEADING)
-    # back matter from the first back-matter heading on
-    first_back = len(doc)
-    seen = set()
-    for i, heading in enumerate(headings):
-        if heading is not None and heading not in seen:
-            seen.add(heading)
-            if is_back_matter_heading(heading):
-                first_back = i
-                break
-    out = []
-    for k, start in enumerate(starts):
-        start = int(start)
-        section = sections[start] if start < len(doc) else None
-        if section not in BODY_SECTIONS and section != ABSTRACT and start >= first_back:
-            out.append(BACK_MATTER)
-        elif ends is not None and section != ABSTRACT and is_acknowledgement(doc[start:int(ends[k])].text):
-            out.append(BACK_MATTER)
-        elif section in _FEATURE_INDEX:
-            out.append(section)
-        else:
-            out.append(UNKNOWN)
-    return out
 
 
 def section_features(use_sections: bool = True, scale: float = 1.0,
@@ -126,46 +66,11 @@ def section_features(use_sections: bool = True, scale: float = 1.0,
                  attrs={"use_sections": use_sections, "scale": float(scale), "acknowledgements": acknowledgements})
 
 
-# The last batch's answer per ``acknowledgements`` flag: (indices, doc ids, sections). One forward
-# pass of a section-aware model asks up to five layers (section one-hot, back-matter rule, trunk
-# positions, n-gram positions, CRF segments) for the sections of the same (docs, indices); reading
-# them from the doc store each time was ~40 % of the classifier's predict time. The indices object
-# is held, so its identity cannot be reused by another batch while it is cached.
-_LAST_SECTIONS: Dict[bool, Tuple[Ragged, Tuple[int, ...], List[str]]] = {}
-
-
-def sections_of(docs: List[Doc], indices: Ragged, acknowledgements: bool = False) -> List[str]:
-    """Section names of every sentence of ``(docs, indices)``, in order
-    (``acknowledgements``: thank-you/funding sentences are back matter).
-    Asked again for the same batch (the same ``indices`` object and docs),
-    returns the answer it computed."""
-    doc_ids = tuple(id(doc) for doc in docs)
-    cached = _LAST_SECTIONS.get(acknowledgements)
-    if cached is not None and cached[0] is indices and cached[1] == doc_ids:
-        return list(cached[2])
-    out = _sections_of(docs, indices, acknowledgements)
-    _LAST_SECTIONS[acknowledgements] = (indices, doc_ids, out)
-    return list(out)
-
-
-def _sections_of(docs: List[Doc], indices: Ragged, acknowledgements: bool) -> List[str]:
-    data = to_host(indices.dataXd).tolist()  # one copy per batch, not a device sync per sentence
-    lengths = to_host(indices.lengths).tolist()
-    out, row = [], 0
-    for doc, n in zip(docs, lengths):
-        starts = [data[row + i][0] for i in range(n)]
-        ends = [data[row + i][1] for i in range(n)] if acknowledgements else None
-        out.extend(sentence_sections(doc, starts, ends))
-        row += n
-    return out
-
-
 def _features_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
-    docs, indices = X
-    n_rows = int(indices.dataXd.shape[0])
+    n_rows = int(X[1].dataXd.shape[0])
     feats = numpy.zeros((n_rows, len(SECTION_FEATURES)), dtype="f")  # built on the host, copied once
     if model.attrs["use_sections"] and n_rows:
-        for row, section in enumerate(sections_of(docs, indices, model.attrs.get("acknowledgements", False))):
+        for row, section in enumerate(sections_of(X, model.attrs.get("acknowledgements", False))):
             feats[row, _FEATURE_INDEX[section]] = model.attrs.get("scale", 1.0)
     feats = model.ops.asarray2f(feats)
 
@@ -195,7 +100,7 @@ def force_sections(scorer: Model, forced_sections: Sequence[str], forced_label: 
 
 
 def _force_init(model: Model, X=None, Y=None) -> None:
-    model.layers[0].initialize(X=X)
+    model.layers[0].initialize(X=None if X is None else as_batch(X))
 
 
 def forced_rows(model: Model, X: Tuple[List[Doc], Ragged]) -> Tuple[List[int], Optional[int]]:
@@ -205,13 +110,13 @@ def forced_rows(model: Model, X: Tuple[List[Doc], Ragged]) -> Tuple[List[int], O
     label = model.attrs["forced_label"]
     if not model.attrs["use_sections"] or not forced or label not in labels:
         return [], None
-    docs, indices = X
-    rows = [i for i, section in enumerate(sections_of(docs, indices, model.attrs.get("acknowledgements", False)))
+    rows = [i for i, section in enumerate(sections_of(X, model.attrs.get("acknowledgements", False)))
             if section in forced]
     return rows, labels.index(label)
 
 
 def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
+    X = as_batch(X)  # the layers below share the sections of this batch (ml/segments.py)
     probs, bp_scorer = model.layers[0](X, is_train)
     rows, label = forced_rows(model, X)
     forced = model.ops.asarray1i(rows) if rows else None  # one copy of the row ids
@@ -234,7 +139,7 @@ def with_segment_positions(pooler: Model, context: Model[Ragged, Ragged],
     """(docs, sentence indices) -> ``pooler`` -> ``context`` over each doc's
     sentences, with the position features (``classifier.position_features``:
     relative position, is-first, is-last) counted within each segment of
-    ``ml.sequence.segments_of`` instead of the doc: with "sections", the last
+    ``ml.segments.segments_of`` instead of the doc: with "sections", the last
     sentence of a paper's abstract is last (as in an abstract-only training
     doc), not 4 sentences into a 200-sentence doc."""
     return Model("with_segment_positions", _segment_positions_forward, init=_segment_positions_init,
@@ -253,13 +158,10 @@ def _segment_positions_init(model: Model, X=None, Y=None) -> None:
 
 
 def _segment_positions_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
-    from .sequence import segments_of
-
     pooler, context = model.layers
-    docs, indices = X
     pooled, bp_pooler = pooler(X, is_train)
     Y, bp_context = context(pooled, is_train)
-    lengths, _ = segments_of(docs, indices, model.attrs["segments"])
+    lengths, _ = segments_of(X, model.attrs["segments"])
     out, to_Y = append_positions(model.ops, Y, lengths)
 
     def backprop(dOut: Floats2d):
@@ -424,8 +326,6 @@ def build_section_aware_sentence_classifier_v3(
     model trained on abstracts then reads a full paper's abstract, and each
     body section, as a sequence of its own. ``positions = "docs"`` gives v2.
     ``ngram_size = 0`` leaves the sparse part out. Other arguments: as v2."""
-    from .sequence import crf_layer, emitters
-
     pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
                                           dropout, hidden_size, use_sections, section_scale, acknowledgements,
                                           positions=positions)

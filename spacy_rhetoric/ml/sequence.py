@@ -49,7 +49,7 @@ CPU inside ``ml.devices.with_cpu_chain``, as spaCy's ``with_cpu`` does.
 Segments: by default the sequence (CRF chain, position buckets) is the doc.
 With ``segments = "sections"`` (``SectionAwareSentenceClassifier.v2``) it is
 each run of consecutive sentences with the same section
-(``ml.sections.sections_of``): in a full paper the CRF chains the sentences of
+(``ml.segments.sections_of``): in a full paper the CRF chains the sentences of
 one section and a sentence's position buckets count within its section and
 are hashed together with the section's name, so each section has its own
 position prior (the first sentence of an abstract and of a results section
@@ -74,6 +74,7 @@ from thinc.types import Floats2d, Ragged
 
 from .classifier import build_context_trunk
 from .devices import to_host, with_cpu_chain
+from .segments import SEGMENTS, segments_of
 
 DECODES = ("marginal", "viterbi")
 N_POSITION_BINS = 10
@@ -158,9 +159,6 @@ def viterbi_path(emissions: numpy.ndarray, transitions: numpy.ndarray, start: nu
 # -- sparse n-gram + position features ----------------------------------------
 
 
-SEGMENTS = ("docs", "sections")
-
-
 def _position_keys(n: int, tag: str = "") -> List[List[int]]:
     """Hashed position buckets of each of ``n`` sentences (``tag``: appended
     to every key, e.g. the section's name)."""
@@ -175,30 +173,6 @@ def _position_keys(n: int, tag: str = "") -> List[List[int]]:
             hash_string(f"__pos_end={min(from_end, MAX_POSITION_INDEX)}{suffix}"),
         ])
     return keys
-
-
-def segments_of(docs: List[Doc], indices: Ragged, segments: str = "docs") -> Tuple[List[int], List[str]]:
-    """The sequence lengths (summing to the number of sentence rows) and each
-    segment's tag: one segment per doc with sentences (tag "") for
-    ``segments="docs"``; one per run of consecutive sentences of the same
-    section, tagged with the section's name, for ``"sections"``."""
-    if segments not in SEGMENTS:
-        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
-    lengths = to_host(indices.lengths).tolist()  # one copy, not one sync per doc
-    if segments == "docs":
-        return [n for n in lengths if n], ["" for n in lengths if n]
-    from .sections import sections_of
-
-    names = sections_of(docs, indices)
-    out, tags, row = [], [], 0
-    for n in lengths:
-        for i in range(n):
-            if i == 0 or names[row + i] != names[row + i - 1]:
-                out.append(0)
-                tags.append(names[row + i])
-            out[-1] += 1
-        row += n
-    return out, tags
 
 
 def sentence_ngrams(ngram_size: int, attr: int = LOWER, segments: str = "docs") -> Model:
@@ -219,7 +193,7 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     xp = numpy
     offsets = to_host(indices.dataXd)  # the indices may still be on the device (with_cpu_chain passes Ragged as is)
     lengths = to_host(indices.lengths).tolist()
-    seg_lengths, seg_tags = segments_of(docs, indices, model.attrs.get("segments", "docs"))
+    seg_lengths, seg_tags = segments_of(X, model.attrs.get("segments", "docs"))
     positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
     batch_keys, batch_vals, out_lengths = [], [], []
     row = 0
@@ -312,7 +286,7 @@ def _crf_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> T
     E = outputs[0][0]
     for scores, _ in outputs[1:]:
         E = E + scores * c
-    lengths, _ = segments_of(X[0], X[1], model.attrs.get("segments", "docs"))
+    lengths, _ = segments_of(X, model.attrs.get("segments", "docs"))
     params = [model.get_param(name) for name in ("W", "start", "end")]
     shapes = [E.shape] + [p.shape for p in params]
     flat = ops.xp.concatenate([E.ravel()] + [p.ravel() for p in params])

@@ -77,7 +77,7 @@ class SectionEncoder(Pipe):
 
     # ------------------------------------------------------------ model
     def _load(self, path: Optional[str] = None) -> None:
-        from ..pretrain.cosaemb import load_cosaemb_encoder
+        from ..ml.section_chunks import load_cosaemb_encoder
 
         self._tokenizer, self._model = load_cosaemb_encoder(path or self.cfg["model_name"])
         self._model.to(torch_device())  # where spaCy's ops are (spacy.require_gpu / --gpu-id), else the CPU
@@ -110,7 +110,7 @@ class SectionEncoder(Pipe):
     def _annotate(self, docs: List[Doc]) -> None:
         import torch
 
-        from ..pretrain.cosaemb import categorise_sections, default_section_tagger, encode_inputs, paper_chunks
+        from ..ml.section_chunks import categorise_sections, default_section_tagger, encode_inputs, paper_chunks
 
         tokenizer = self.tokenizer
         per_doc = []

@@ -37,32 +37,35 @@ import logging
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Union
 
 import torch
 
 from ..losses import graded_triplet_loss
-from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS, TITLE
+from ..ml.section_chunks import (  # noqa: F401 - re-exported: the chunks COSAEMB trains on
+    MAX_TITLE_TOKENS,
+    SECTION_TOKENS,
+    ChunkInput,
+    PaperChunks,
+    add_section_tokens,
+    categorise_sections,
+    default_section_tagger,
+    encode_inputs,
+    load_cosaemb_encoder,
+    pad_batch,
+    paper_chunks,
+)
+from ..section_headings import CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS
 from ..util import torch_device
-from .sentmask import Paper, clscisumm_papers, pad_batch, to_model_device
-from .windows import TrainSettings, adamw_with_warmup, iter_sections, plan_chunks
+from .sentmask import Paper, clscisumm_papers
+from .windows import TrainSettings, adamw_with_warmup
 
 logger = logging.getLogger(__name__)
 
-SECTION_TOKENS: Dict[str, str] = {
-    INTRODUCTION: "[INTR]",
-    RELATED_WORK: "[RW]",
-    METHOD: "[METH]",
-    RESULTS: "[RES]",
-    CONCLUSION: "[CONC]",
-    ABSTRACT: "[ABS]",
-    TITLE: "[TTL]",
-}
 BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
 LOCAL, GLOBAL, INTER = "local", "global", "inter"
-MAX_TITLE_TOKENS = 32
 
 
 @dataclass
@@ -79,123 +82,6 @@ class CosaembSettings(TrainSettings):
             raise ValueError("COSAEMB margins must satisfy 0 <= m_inter <= m_global <= m_local")
         if self.max_length < 16:
             raise ValueError("COSAEMB: max_length must be >= 16")
-
-
-@dataclass
-class ChunkInput:
-    paper_id: str
-    section: str  # category
-    index: int  # chunk number within the section (0 = first)
-    sentences: Tuple[int, int]  # [start, end) sentence indices in the paper
-    repeated: bool  # sentence ``start`` repeats the previous chunk's last one
-    input_ids: List[int]
-
-
-@dataclass
-class PaperChunks:
-    paper_id: str
-    abstract: Optional[ChunkInput]
-    sections: Dict[str, List[List[ChunkInput]]] = field(default_factory=dict)  # category -> runs -> chunks
-
-    def chunks(self) -> List[ChunkInput]:
-        return [c for runs in self.sections.values() for run in runs for c in run]
-
-
-# --------------------------------------------------------------------------
-# Tokenizer and sections
-
-
-def add_section_tokens(tokenizer, model=None) -> None:
-    """Add the section special tokens (and resize ``model``'s embeddings)."""
-    missing = [t for t in SECTION_TOKENS.values() if t not in tokenizer.get_vocab()]
-    if missing:
-        tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_additional_special_tokens=False)
-    if model is not None and model.get_input_embeddings().num_embeddings < len(tokenizer):
-        model.resize_token_embeddings(len(tokenizer))
-
-
-def categorise_sections(sections: Sequence[Optional[str]], tagger=None) -> List[str]:
-    """Section categories for raw per-sentence headings (CL-SciSumm section
-    titles, "abstract", "title") in reading order, through the section
-    tagger's ``tag_headings``; a value that already is a category is kept."""
-    from ..section_headings import CATEGORIES
-
-    if all(s in CATEGORIES for s in sections if s is not None):
-        return [s or "other" for s in sections]
-    if tagger is None:
-        tagger = default_section_tagger()
-    order = list(dict.fromkeys(sections))
-    tags = dict(zip(order, tagger.tag_headings(order)))
-    return [tags.get(s) or "other" for s in sections]
-
-
-_TAGGER = None
-
-
-def default_section_tagger():
-    global _TAGGER
-    if _TAGGER is None:
-        import spacy
-
-        _TAGGER = spacy.blank("en").add_pipe("rhetoric_section_tagger")
-    return _TAGGER
-
-
-# --------------------------------------------------------------------------
-# Chunks
-
-
-def _tok(tokenizer, name: str) -> int:
-    return tokenizer.convert_tokens_to_ids(name)
-
-
-def paper_chunks(
-    paper_id: str,
-    sentence_ids: Sequence[Sequence[int]],
-    categories: Sequence[str],
-    title_ids: Optional[Sequence[int]],
-    tokenizer,
-    max_length: int,
-) -> PaperChunks:
-    """The chunk inputs of one paper (see module doc). ``sentence_ids``: word
-    pieces of each sentence (no special tokens); ``categories``: each
-    sentence's section category."""
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    title_part: List[int] = []
-    if title_ids:
-        title_part = [_tok(tokenizer, SECTION_TOKENS[TITLE])] + list(title_ids[:MAX_TITLE_TOKENS]) + [sep_id]
-    out = PaperChunks(paper_id, None)
-    # sentences: [CLS] (title part) [SEC] ... [SEP]; later chunks: [SEC] repeated [SEC] ... -> 2 section tokens
-    budget = max_length - 2 - len(title_part) - 2
-    if budget < 1:
-        raise ValueError(f"paper_chunks: max_length {max_length} leaves no room for sentences")
-    for section, start, end in iter_sections(list(categories)):
-        if section == ABSTRACT:
-            ids = [cls_id] + title_part + [_tok(tokenizer, SECTION_TOKENS[ABSTRACT])]
-            for i in range(start, end):
-                ids.extend(sentence_ids[i])
-            ids = ids[: max_length - 1] + [sep_id]
-            if out.abstract is None:
-                out.abstract = ChunkInput(paper_id, ABSTRACT, 0, (start, end), False, ids)
-            continue
-        if section == TITLE:
-            continue
-        token = SECTION_TOKENS.get(section)
-        lengths = [len(sentence_ids[i]) for i in range(start, end)]
-        run: List[ChunkInput] = []
-        for k, chunk in enumerate(plan_chunks(lengths, budget)):
-            first, last = start + chunk.start, start + chunk.end
-            ids = [cls_id] + (title_part if k == 0 else [])
-            sec = [_tok(tokenizer, token)] if token else []
-            ids += sec
-            for i in range(first, last):
-                ids.extend(sentence_ids[i])
-                if i == first and chunk.repeated:
-                    ids += sec
-            ids = ids[: max_length - 1] + [sep_id]
-            run.append(ChunkInput(paper_id, section, k, (first, last), chunk.repeated, ids))
-        out.sections.setdefault(section, []).append(run)
-    return out
 
 
 def chunk_paper(paper: Paper, tokenizer, max_length: int, tagger=None, *, title: bool = True) -> PaperChunks:
@@ -286,26 +172,6 @@ def build_triplets(chunks: Dict[str, PaperChunks], cites: Dict[str, Set[str]], s
 
 # --------------------------------------------------------------------------
 # Model and training
-
-
-def load_cosaemb_encoder(model_name: str):
-    from transformers import AutoModel, AutoTokenizer
-
-    from ..util import resolve_hf_model
-
-    path = resolve_hf_model(model_name)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path)
-    add_section_tokens(tokenizer, model)
-    return tokenizer, model
-
-
-def encode_inputs(model, sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
-    """Mean of the last hidden states over each sequence's word pieces: [N, D]."""
-    ids, mask = to_model_device(model, *pad_batch(sequences, pad_id))
-    hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
-    m = mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
 
 
 def triplet_batch_loss(model, triplets: Sequence[Triplet], pad_id: int) -> torch.Tensor:

@@ -6,7 +6,7 @@ the share of queries with a chunk of their own paper among the k nearest
 (``evaluation.same_group_recall``; Euclidean distance on the raw chunk
 vectors, as in the paper, and cosine as a second view).
 
-Chunks are those COSAEMB trains on (``cosaemb.paper_chunks``: whole
+Chunks are those COSAEMB trains on (``ml.section_chunks.paper_chunks``: whole
 sentences up to ``max_length`` word pieces, the section's special token in
 front, the previous chunk's last sentence repeated) plus each paper's
 abstract, with two choices made for the evaluation:
@@ -40,7 +40,7 @@ class RetrievalChunk:
 
 def retrieval_chunks(papers: Sequence[Paper], tokenizer, max_length: int, tagger=None) -> List[RetrievalChunk]:
     """The abstract and body-section chunks of every paper (see module doc);
-    ``tokenizer`` must know the section tokens (``cosaemb.add_section_tokens``)."""
+    ``tokenizer`` must know the section tokens (``ml.section_chunks.add_section_tokens``)."""
     out: List[RetrievalChunk] = []
     for paper in papers:
         pc = chunk_paper(paper, tokenizer, max_length, tagger, title=False)

@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..losses import info_nce_loss
+from ..ml.section_chunks import pad_batch, to_model_device
 from ..util import torch_device
 from .windows import TargetWindow, TrainSettings, adamw_with_warmup, pack_window, plan_target_windows
 
@@ -163,22 +164,6 @@ def load_encoder(settings: SentMaskSettings):
 
 def base_encoder(model):
     return model.base_model if hasattr(model, "base_model") and model.base_model is not model else model
-
-
-def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(s) for s in sequences)
-    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(sequences), width), dtype=torch.long)
-    for i, seq in enumerate(sequences):
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[i, : len(seq)] = 1
-    return ids, mask
-
-
-def to_model_device(model, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-    """``tensors`` on the device of ``model``'s parameters (one copy each per batch)."""
-    device = next(model.parameters()).device
-    return tuple(t.to(device) for t in tensors)
 
 
 def span_means(hidden: torch.Tensor, rows: Sequence[int], spans: Sequence[Tuple[int, int]]) -> torch.Tensor:

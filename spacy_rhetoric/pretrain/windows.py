@@ -15,13 +15,14 @@ near a core edge still has context on both sides. Each sentence is cut to
 most ``window_sents * max_sentence_tokens + 2`` tokens whatever the paper's
 length: memory stays bounded.
 
-COSAEMB (``plan_chunks``): a section's sentences are packed greedily into
-chunks of at most ``budget`` word pieces; every chunk after the first starts
-with the previous chunk's last sentence (CoSaEmb §3.2). A sentence longer than
-the budget is a chunk of its own (the tokenizer truncates it).
+COSAEMB's chunks (``plan_chunks``, ``iter_sections``) are in
+``ml/section_chunks.py`` (the section encoder component reads them too),
+re-exported here.
 """
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..ml.section_chunks import Chunk, iter_sections, plan_chunks  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -80,54 +81,6 @@ def pack_window(
         ids.extend(piece)
     ids.append(sep_id)
     return PackedWindow(ids, spans)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Sentences ``start:end`` (indices into the section's sentence list);
-    ``repeated`` is True when sentence ``start`` is the previous chunk's last
-    sentence."""
-
-    start: int
-    end: int
-    repeated: bool
-
-
-def plan_chunks(lengths: Sequence[int], budget: int) -> List[Chunk]:
-    """Chunks of whole sentences of one section (lengths in word pieces), each
-    at most ``budget`` word pieces when its sentences fit, the previous chunk's
-    last sentence repeated at the start of the next one. Every sentence is in
-    some chunk; consecutive chunks share exactly one sentence."""
-    if budget < 1:
-        raise ValueError(f"plan_chunks: budget must be >= 1, got {budget}")
-    n = len(lengths)
-    chunks: List[Chunk] = []
-    i = 0  # first sentence not yet in any chunk
-    while i < n:
-        repeated = bool(chunks)
-        start = i - 1 if repeated else i
-        total = sum(lengths[start:i]) + lengths[i]
-        if repeated and total > budget:
-            # the repeated sentence and the next one do not fit together:
-            # the next one starts a chunk on its own (no repetition possible)
-            start, repeated, total = i, False, lengths[i]
-        j = i + 1
-        while j < n and total + lengths[j] <= budget:
-            total += lengths[j]
-            j += 1
-        chunks.append(Chunk(start, j, repeated))
-        i = j
-    return chunks
-
-
-def iter_sections(sections: Sequence[Optional[str]]) -> Iterator[Tuple[Optional[str], int, int]]:
-    """Maximal runs of equal section values: (section, start, end)."""
-    start = 0
-    for i in range(1, len(sections) + 1):
-        if i == len(sections) or sections[i] != sections[start]:
-            if i > start:
-                yield sections[start], start, i
-            start = i
 
 
 def count_targets(windows: Sequence[TargetWindow]) -> Dict[int, int]:

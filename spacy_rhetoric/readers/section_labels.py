@@ -38,7 +38,17 @@ from spacy.util import registry
 
 from .. import extensions
 from ..extensions import DOC_ID, HEADING, LABEL, SECTION, TITLE, get_doc_value, get_span_value, set_span_values
-from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, OTHER, RELATED_WORK, RESULTS
+from ..section_headings import (
+    ABSTRACT,
+    BACK_MATTER,
+    CONCLUSION,
+    INTRODUCTION,
+    METHOD,
+    OTHER,
+    RELATED_WORK,
+    RESULTS,
+    sentence_sections,
+)
 from ..section_headings import TITLE as T
 from .common import doc_from_sentences
 
@@ -189,8 +199,6 @@ def weak_label_papers(docs: Iterable[Doc], nlp: Language, tagger, *, max_sents: 
     """Tag the sections of paper docs (``tagger``: a rhetoric_section_tagger)
     and yield docs with weak labels (``weak_labels``), headings and sections,
     cut into pieces of at most ``max_sents`` sentences (0: whole papers)."""
-    from ..ml.sections import BACK_MATTER, sentence_sections
-
     for doc in docs:
         doc = tagger(doc)
         sents = [s for s in doc.sents if s.text.strip()]
