@@ -32,11 +32,12 @@ from spacy.vocab import Vocab
 from wasabi import msg
 
 from .. import extensions
+from ..errors import RhetoricError
 
 ERROR_MODES = ("skip", "raise")
 
 
-class ReaderError(ValueError):
+class ReaderError(RhetoricError):
     """A malformed input record, located by file, line and (optionally) field."""
 
     def __init__(self, path: Union[str, Path], line: Optional[int], message: str,
