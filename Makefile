@@ -28,12 +28,13 @@ demo: install
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m spacy_rhetoric demo
 
 # ruff first (lint + import order, pyproject.toml), then every test, slow ones
-# included (`pytest -m "not slow"` is the inner loop). pytest exits 5 when it
+# included (`pytest -m "not slow"` is the inner loop), with the 15 slowest
+# tests listed at the end (--durations=15). pytest exits 5 when it
 # collected no tests, which fails here like any other non-zero code.
 TESTS ?= tests
 test: install
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q $(TESTS); rc=$$?; \
+	$(PY) -m pytest -q --durations=15 $(TESTS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; fi; exit $$rc
 
 lint: install

@@ -26,13 +26,14 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from . import extensions as ext
+from .errors import RhetoricError
 from .neighbours import cosine_neighbours
 from .readers.common import sentence_splitters
 
 PaperInput = Union[str, Path, Doc]
 
 
-class AlignmentError(ValueError):
+class AlignmentError(RhetoricError):
     """A paper that cannot be read or encoded (the message names the file)."""
 
 

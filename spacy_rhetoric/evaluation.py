@@ -269,25 +269,6 @@ def tsne_plot(
     return path
 
 
-def embedding_report(
-    test_X, test_y, *, train_X=None, train_y=None, seed: int = 0,
-    classifiers: Optional[Sequence[str]] = None,
-) -> Dict[str, Dict[str, float]]:
-    """Retrieval + clustering on the test vectors, downstream when train
-    vectors are given: ``{"retrieval": ..., "clustering": ..., "downstream": ...}``."""
-    report = {
-        "n_sentences": int(len(test_y)),
-        "retrieval": retrieval_scores(test_X, test_y),
-        "clustering": clustering_scores(test_X, test_y, seed=seed),
-    }
-    if train_X is not None:
-        report["n_train_sentences"] = int(len(train_y))
-        report["downstream"] = downstream_scores(
-            train_X, train_y, test_X, test_y, seed=seed, classifiers=classifiers
-        )
-    return report
-
-
 # ---------------------------------------------------------------------------
 # vectors
 

@@ -31,10 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
+from .errors import RhetoricError
+
 PathLike = Union[str, Path]
 
 
-class PathError(ValueError):
+class PathError(RhetoricError):
     """An input or output path that cannot be used; the message names it."""
 
 

@@ -228,3 +228,42 @@ def test_align_option_and_path_errors(tmp_path, model_dir):
     code, text = run("align", a, a, "--model", model_dir, "--lines", "-k", "5", "-o", out)
     assert code == 0 and "paper B has only 2 sentences" in text
     assert len(out.read_text().splitlines()) == 4
+
+
+# -- guard: the project's errors are one line, programming errors keep their traceback
+
+
+def test_guard_turns_project_errors_into_one_line_and_lets_bugs_through():
+    import click
+    import numpy
+
+    from spacy_rhetoric.cli.common import guard, is_user_error
+    from spacy_rhetoric.errors import RhetoricError
+    from spacy_rhetoric.io import PathError
+    from spacy_rhetoric.readers.common import ReaderError
+    from spacy_rhetoric.search.sources import SearchIndexError
+
+    assert all(issubclass(cls, RhetoricError) for cls in (PathError, ReaderError, SearchIndexError))
+
+    def project_value_error():  # a plain ValueError raised by the package's own code
+        from spacy_rhetoric.losses import SoftmaxLoss
+
+        SoftmaxLoss().initialize(0, 8)
+
+    for make in (lambda: PathError("out.spacy: is a directory"), lambda: FileNotFoundError("no such file: x")):
+        with pytest.raises(SystemExit) as exit_info:
+            with guard("convert"):
+                raise make()
+        assert exit_info.value.code == 1
+    with pytest.raises(SystemExit):
+        with guard():
+            project_value_error()
+    # A ValueError raised inside a library (a bug of ours, e.g. a shape
+    # mismatch) is not the user's mistake: it keeps its traceback.
+    with pytest.raises(ValueError, match="shapes") as bug:
+        with guard("convert"):
+            numpy.dot(numpy.zeros((2, 3)), numpy.zeros((2, 3)))
+    assert not is_user_error(bug.value)
+    with pytest.raises(click.BadParameter):  # not a ValueError: untouched
+        with guard():
+            raise click.BadParameter("x")

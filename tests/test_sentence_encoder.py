@@ -258,7 +258,7 @@ def test_unknown_pooling_or_projection():
 
 @pytest.mark.parametrize("loss", LOSSES, ids=lambda c: c["@misc"].split(".")[1])
 def test_each_registered_loss_plugs_in(loss):
-    nlp = make_nlp({"loss": loss, "loss_learn_rate": 0.01})
+    nlp = make_nlp({"loss": loss})
     encoder = nlp.get_pipe("rhetoric_sentence_encoder")
     examples = make_examples(nlp)
     optimizer = nlp.initialize(lambda: examples)
@@ -271,10 +271,52 @@ def test_each_registered_loss_plugs_in(loss):
     assert all(numpy.isfinite(history))
     after = encoder.loss_fn.state_dict()
     if getattr(encoder.loss_fn, "needs_classes", False):
-        # The loss's own class weights are trained by their torch optimizer.
+        # The loss's own class weights are trained by the pipeline's optimizer.
         assert before and any(not bool((before[k] == after[k]).all()) for k in before)
     doc = nlp(texts()[0])
     assert all(s._.rhetoric_vector is not None for s in doc.sents)
+
+
+@pytest.mark.parametrize("loss", [LOSSES[0], LOSSES[2]], ids=["softmax", "arcface"])
+def test_loss_parameters_follow_the_pipeline_optimizer(loss):
+    """The loss's class weights are stepped by the sgd given to nlp.update
+    (thinc's Optimizer: its learning rate, L2, clipping), and there is no
+    private torch optimizer: with learn_rate 0 they stay put, with a rate
+    they move, and the optimizer holds state for them."""
+    import torch
+    from thinc.api import Adam
+
+    nlp = make_nlp({"loss": loss})
+    encoder = nlp.get_pipe("rhetoric_sentence_encoder")
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    assert not any(isinstance(v, torch.optim.Optimizer) for v in vars(encoder).values())
+
+    def state():
+        return {k: v.detach().clone() for k, v in encoder.loss_fn.state_dict().items()}
+
+    frozen = Adam(0.0)
+    before = state()
+    for _ in range(2):
+        nlp.update(examples, sgd=frozen)
+    assert before and all(bool((before[k] == v).all()) for k, v in state().items())
+
+    moving = Adam(0.01)
+    for _ in range(2):
+        nlp.update(examples, sgd=moving)
+    after = state()
+    assert all(not bool((before[k] == after[k]).all()) for k in before)
+    # thinc's Adam keeps its moments per (wrapper id, parameter name).
+    loss_keys = {key for key in moving.mom1 if key[1] in dict(encoder.loss_fn.named_parameters())}
+    assert loss_keys and {name for _, name in loss_keys} == set(before)
+    # No gradient is left over for a next step.
+    assert all(p.grad is None or not bool(p.grad.any()) for p in encoder.loss_fn.parameters())
+
+
+def test_loss_learn_rate_is_ignored_with_a_warning():
+    nlp = make_nlp({"loss_learn_rate": 0.01})
+    with pytest.warns(UserWarning, match="loss_learn_rate"):
+        nlp.initialize(lambda: make_examples(nlp))
 
 
 def test_loss_must_be_a_metric_loss():
@@ -414,7 +456,7 @@ SAME_TEXT = [(["This is one sentence."] * 3, ["background", "method", "result"])
 
 @pytest.mark.parametrize("encoder", ["cnn", "lstm"])
 def test_context_encoder_separates_identical_sentences_by_position(encoder, tmp_path):
-    nlp = make_nlp({"model": {**CONTEXT_MODEL, "encoder": encoder}, "loss_learn_rate": 0.01})
+    nlp = make_nlp({"model": {**CONTEXT_MODEL, "encoder": encoder}})
     history = train(nlp, make_examples(nlp, SAME_TEXT), 40)
     assert history[-1] < history[0] * 0.5, history
     docs = list(nlp.pipe(texts(SAME_TEXT)))

@@ -23,7 +23,7 @@ def index_cli(
     pipeline: str = typer.Argument(..., help="Trained pipeline (path or package) with a rhetoric_sentence_encoder"),
     corpus: List[Path] = typer.Argument(..., help=".spacy, label .jsonl, paper files or folders of papers"),
     output: Path = typer.Option(..., "--output", "-o", help="Index directory to write"),
-    index_type: str = typer.Option("auto", "--index-type", help="auto (exact up to 200k vectors, HNSW above), "
+    index_type: str = typer.Option("auto", "--index-type", help="auto (exact up to 200k vectors, IVF-PQ with exact re-ranking above), "
                                    "flat, hnsw, ivfpq, or a faiss index_factory string"),
     part_sentences: int = typer.Option(2000, "--part-sentences", callback=positive_int,
                                        help="Sentences per resumable part (whole papers)"),

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import srsly
 
+from ..errors import RhetoricError
 from ..io import atomic_write_json
 from ..util import DEFAULT_PARSER
 
@@ -25,7 +26,7 @@ DEFAULT_EXCLUDE = ("ner",)
 PhrasePairs = List[Tuple[str, str]]
 
 
-class CorpusBuildError(ValueError):
+class CorpusBuildError(RhetoricError):
     """A build cannot start or finish (bad arguments, incompatible resume)."""
 
 

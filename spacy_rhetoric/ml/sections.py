@@ -333,13 +333,3 @@ def build_section_aware_sentence_classifier_v3(
                     head_scale=head_scale, segments=segments)
     return _section_aware_model(crf, tok2vec, pooler, crf, forced_sections, forced_label, use_sections,
                                 acknowledgements)
-
-
-def section_counts(docs: Sequence[Doc]) -> Dict[str, int]:
-    """How many sentences of ``docs`` are in each section (for reports)."""
-    counts: Dict[str, int] = {}
-    for doc in docs:
-        starts = [s.start for s in doc.sents] if len(doc) else []
-        for section in sentence_sections(doc, starts):
-            counts[section] = counts.get(section, 0) + 1
-    return counts

@@ -25,11 +25,14 @@ n_process>1)`` (whose docs spaCy rebuilds from bytes) and
 a ``pipe`` that does (``extensions.restore_hooks_in_pipe``).
 
 Loss parameters (class weights of softmax / ArcFace) are torch parameters
-outside the thinc model: they get their own torch Adam optimizer
-(``loss_learn_rate``) and are saved with the component (``loss`` part of
-``to_disk``/``to_bytes``).
+outside the thinc model, wrapped by thinc's ``PyTorchWrapper`` so that the
+pipeline's own optimizer (``[training.optimizer]``: schedule, clipping, L2)
+updates them in ``finish_update`` like every other weight. They are saved
+with the component (``loss`` part of ``to_disk``/``to_bytes``: a file of
+tensors, read with ``torch.load(weights_only=True)``).
 """
 import io
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -40,7 +43,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import from_bytes, from_disk, registry, to_bytes, to_disk
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer, torch2xp, xp2torch
+from thinc.api import Config, Model, Optimizer, PyTorchWrapper_v2, torch2xp, xp2torch
 from thinc.types import Floats2d
 
 from .. import losses as _losses  # noqa: F401  (registers the metric losses)
@@ -149,7 +152,7 @@ def make_sentence_encoder_scorer() -> Callable:
     default_config={
         "model": DEFAULT_ENCODER_MODEL,
         "loss": DEFAULT_ENCODER_LOSS,
-        "loss_learn_rate": 0.001,
+        "loss_learn_rate": None,
         "label_field": LABEL,
         "scorer": {"@scorers": "spacy_rhetoric.sentence_encoder_scorer.v1"},
     },
@@ -164,7 +167,7 @@ def make_sentence_encoder(
     name: str,
     model: Model,
     loss: Any,
-    loss_learn_rate: float,
+    loss_learn_rate: Optional[float],
     label_field: str,
     scorer: Optional[Callable],
 ) -> "SentenceEncoder":
@@ -174,8 +177,10 @@ def make_sentence_encoder(
         (``spacy_rhetoric.SentenceEncoder.v1``).
     loss: a ``spacy_rhetoric.losses.MetricLoss`` torch module (registered
         in ``registry.misc``).
-    loss_learn_rate: learning rate of the torch Adam optimizer for the loss's
-        own parameters (class weights of softmax / ArcFace).
+    loss_learn_rate: no longer used (kept so that older configs and saved
+        pipelines load): the loss's own parameters (class weights of softmax /
+        ArcFace) are updated by the pipeline's optimizer; ``initialize`` warns
+        when it is set.
     label_field: the per-sentence gold field of the reference Doc.
     """
     restore_hooks_in_pipe(nlp)
@@ -203,7 +208,7 @@ class SentenceEncoder(SentencePipe):
         name: str = "rhetoric_sentence_encoder",
         *,
         loss: Any,
-        loss_learn_rate: float = 0.001,
+        loss_learn_rate: Optional[float] = None,
         label_field: str = LABEL,
         scorer: Optional[Callable] = sentence_encoder_score,
     ) -> None:
@@ -222,11 +227,15 @@ class SentenceEncoder(SentencePipe):
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "width": None,
-            "loss_learn_rate": float(loss_learn_rate),
+            "loss_learn_rate": None if loss_learn_rate is None else float(loss_learn_rate),
             "label_field": label_field,
         }
         self._loss_ready = False
-        self._loss_optimizer = None
+        # thinc's PyTorchWrapper around loss_fn: its finish_update(sgd) steps
+        # the loss's parameters with the pipeline's optimizer. Made anew when
+        # the loss is (re)initialized, so the optimizer's state for old
+        # parameter shapes is never reused (keys are the wrapper's id).
+        self._loss_model: Optional[Model] = None
 
     @property
     def gold_field(self) -> str:
@@ -257,9 +266,7 @@ class SentenceEncoder(SentencePipe):
     # -- training ----------------------------------------------------------
 
     def _ensure_loss(self, device=None) -> None:
-        """Create the loss's class weights (once) and its torch optimizer."""
-        import torch
-
+        """Create the loss's class weights (once) and its thinc wrapper."""
         if not self._loss_ready:
             if not self.labels or not self.cfg.get("width"):
                 raise ValueError(f"[{self.name}] the component is not initialized: call nlp.initialize()")
@@ -268,12 +275,14 @@ class SentenceEncoder(SentencePipe):
                 self.loss_fn.set_labels(list(self.labels))
             self.loss_fn.initialize(len(self.labels), int(self.cfg["width"]))
             self._loss_ready = True
+            self._loss_model = None
         params = [p for p in self.loss_fn.parameters() if p.requires_grad]
         if device is not None and params and params[0].device != device:
             self.loss_fn.to(device)
-            self._loss_optimizer = None
-        if params and self._loss_optimizer is None:
-            self._loss_optimizer = torch.optim.Adam(params, lr=self.cfg["loss_learn_rate"])
+            self._loss_model = None
+        if self._loss_model is None:
+            device = params[0].device if params else device
+            self._loss_model = PyTorchWrapper_v2(self.loss_fn, device=device)
 
     def _loss(self, vectors: Floats2d, label_ids: Sequence[int]) -> Tuple[float, Floats2d]:
         """The metric loss of the vectors and its gradient (zero for fewer than
@@ -286,7 +295,7 @@ class SentenceEncoder(SentencePipe):
         self._ensure_loss(emb.device)
         self.loss_fn.train()
         # Gradients of the loss's own parameters accumulate (like thinc's)
-        # until finish_update steps the torch optimizer.
+        # until finish_update steps them with the pipeline's optimizer.
         labels = torch.as_tensor(list(label_ids), dtype=torch.long, device=emb.device)
         loss = self.loss_fn(emb, labels)
         if not torch.isfinite(loss):
@@ -299,21 +308,26 @@ class SentenceEncoder(SentencePipe):
         return float(loss.detach()), d_vectors
 
     def finish_update(self, sgd: Optimizer) -> None:
-        """Update the thinc model with ``sgd`` and the loss's own parameters
-        with their torch optimizer (``Language.update`` and ``spacy train``
-        call this after the ``update`` calls of a batch)."""
+        """Update the thinc model and the loss's own parameters with ``sgd``
+        (``Language.update`` and ``spacy train`` call this after the
+        ``update`` calls of a batch)."""
         super().finish_update(sgd)
-        if self._loss_optimizer is not None:
-            self._loss_optimizer.step()
-            self._loss_optimizer.zero_grad()
+        if self._loss_model is not None:
+            self._loss_model.finish_update(sgd)
 
     def _initialize_model(self, X) -> None:
         """Model initialization, its output width and the loss's class weights."""
         self.model.initialize(X=X)
         self.cfg["width"] = int(self.model.predict(X).shape[1])
         self._loss_ready = False
-        self._loss_optimizer = None
+        self._loss_model = None
         self._ensure_loss()
+        if self.cfg.get("loss_learn_rate") is not None:
+            warnings.warn(
+                f"[{self.name}] loss_learn_rate = {self.cfg['loss_learn_rate']} is no longer used: the loss's "
+                f"parameters are updated by the pipeline's optimizer ([training.optimizer]); drop the setting",
+                UserWarning,
+            )
 
     # -- serialization -----------------------------------------------------
 
@@ -339,7 +353,7 @@ class SentenceEncoder(SentencePipe):
             self._loss_ready = True
         if state:
             self.loss_fn.load_state_dict(state)
-        self._loss_optimizer = None
+        self._loss_model = None
 
     def _loss_from_path(self, path: Path) -> None:
         try:

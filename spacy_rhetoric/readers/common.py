@@ -32,11 +32,12 @@ from spacy.vocab import Vocab
 from wasabi import msg
 
 from .. import extensions
+from ..errors import RhetoricError
 
 ERROR_MODES = ("skip", "raise")
 
 
-class ReaderError(ValueError):
+class ReaderError(RhetoricError):
     """A malformed input record, located by file, line and (optionally) field."""
 
     def __init__(self, path: Union[str, Path], line: Optional[int], message: str,
@@ -302,11 +303,3 @@ def sentence_splitters(nlp: Language) -> List[str]:
     """Names of ``nlp``'s components made by a sentence-splitting factory, to
     disable (``nlp.select_pipes``) on Docs whose sentence boundaries are preset."""
     return [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory in SENTENCE_SPLITTERS]
-
-
-def limit_iter(items: Iterable[Any], limit: int) -> Iterator[Any]:
-    """The first ``limit`` items (all when limit <= 0)."""
-    for i, item in enumerate(items):
-        if limit > 0 and i >= limit:
-            return
-        yield item

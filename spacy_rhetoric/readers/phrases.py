@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
+from ..errors import RhetoricError
+
 logger = logging.getLogger(__name__)
 
 PhrasePair = Tuple[str, str]
@@ -51,7 +53,7 @@ class PhraseRecord:
     line: int  # 1-based line for TSV, 1-based entry index for JSON
 
 
-class PhraseFormatError(ValueError):
+class PhraseFormatError(RhetoricError):
     """A malformed record in a phrase file (message names file and line)."""
 
 

@@ -6,12 +6,13 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import numpy
 
 from .. import extensions as ext
+from ..errors import RhetoricError
 from ..io import check_input
 
 PathLike = Union[str, Path]
 
 
-class SearchIndexError(ValueError):
+class SearchIndexError(RhetoricError):
     """An index, corpus or query that cannot be used (the message names it)."""
 
 

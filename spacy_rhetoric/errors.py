@@ -1,0 +1,13 @@
+"""The base class of the project's user-facing errors.
+
+A :class:`RhetoricError` means "the input, option or file the user gave
+cannot be used" and its message names the file / line / field: the CLI
+(``cli.common.guard``) prints it as one line and exits 1. It subclasses
+``ValueError``, so library callers that catch ``ValueError`` keep working.
+Anything else (a ``ValueError`` raised inside numpy, torch, ...) is a
+programming error and keeps its traceback.
+"""
+
+
+class RhetoricError(ValueError):
+    """A user-facing error of spacy_rhetoric (one line, names what is wrong)."""
