@@ -29,7 +29,7 @@ with the model); without ``forced_label`` among them nothing is forced.
 ``use_sections = false`` gives the same network with all-zero section
 features and no rule: the baseline of ``benchmarks/bench_sections.py``.
 """
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
