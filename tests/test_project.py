@@ -91,26 +91,33 @@ def test_scripts_reference_existing_configs_settings_and_commands(tmp_path):
                 node = node[part]
 
 
-def test_assemble_shares_one_upstream_and_adds_the_section_tagger(tmp_path):
-    """What `assemble` does with the best profile's pipeline: a classifier and an
-    encoder listening to one upstream of their pipeline (rhetoric_trf.cfg's
-    transformer; here a tok2vec named "shared") keep it, once; the section
-    tagger goes before them."""
+def trained_source(with_encoder: bool):
+    """A tiny initialized training pipeline: tok2vec "shared" + classifier (+ encoder), both listening to it."""
+    from spacy.training import Example
+
+    from spacy_rhetoric import set_sent_labels
+
     listener = {"@architectures": "spacy.Tok2VecListener.v1", "width": 96, "upstream": "shared"}
     source = spacy.blank("en")
     source.add_pipe("sentencizer")
     source.add_pipe("tok2vec", name="shared")
     source.add_pipe(CLASSIFIER, config={"model": {"tok2vec": listener}})
-    source.add_pipe(ENCODER, config={"model": {"tok2vec": listener}})
+    if with_encoder:
+        source.add_pipe(ENCODER, config={"model": {"tok2vec": listener}})
     doc = source.make_doc("We propose a parser. It works well.")
     doc[0].is_sent_start, doc[5].is_sent_start = True, True
-    from spacy.training import Example
-
-    from spacy_rhetoric import set_sent_labels
-
     ref = doc.copy()
     set_sent_labels(ref, ["objective", "result"])
     source.initialize(lambda: [Example(source.make_doc(doc.text), ref)])
+    return source
+
+
+def test_assemble_shares_one_upstream_and_adds_the_section_tagger(tmp_path):
+    """What `assemble` does with the best profile's pipeline: a classifier and an
+    encoder listening to one upstream of their pipeline (rhetoric_trf.cfg's
+    transformer; here a tok2vec named "shared") keep it, once; the section
+    tagger goes before them."""
+    source = trained_source(with_encoder=True)
     parser = spacy.blank("en")
     parser.add_pipe("sentencizer")
     nlp, report = assemble(parser, [(source, CLASSIFIER), (source, ENCODER)])
@@ -130,28 +137,9 @@ def test_assemble_shares_one_upstream_and_adds_the_section_tagger(tmp_path):
 def test_assemble_takes_the_classifier_and_the_encoder_from_different_pipelines():
     """What both profiles' assemble steps do now: the full-paper classifier from its own training pipeline and
     the encoder from a pipeline where it shares an upstream with another classifier; each keeps its own copy."""
-    from spacy.training import Example
-
-    from spacy_rhetoric import set_sent_labels
-
-    def trained(with_encoder):
-        listener = {"@architectures": "spacy.Tok2VecListener.v1", "width": 96, "upstream": "shared"}
-        source = spacy.blank("en")
-        source.add_pipe("sentencizer")
-        source.add_pipe("tok2vec", name="shared")
-        source.add_pipe(CLASSIFIER, config={"model": {"tok2vec": listener}})
-        if with_encoder:
-            source.add_pipe(ENCODER, config={"model": {"tok2vec": listener}})
-        doc = source.make_doc("We propose a parser. It works well.")
-        doc[0].is_sent_start, doc[5].is_sent_start = True, True
-        ref = doc.copy()
-        set_sent_labels(ref, ["objective", "result"])
-        source.initialize(lambda: [Example(source.make_doc(doc.text), ref)])
-        return source
-
     parser = spacy.blank("en")
     parser.add_pipe("sentencizer")
-    nlp, report = assemble(parser, [(trained(False), CLASSIFIER), (trained(True), ENCODER)])
+    nlp, report = assemble(parser, [(trained_source(False), CLASSIFIER), (trained_source(True), ENCODER)])
     assert nlp.pipe_names == ["sentencizer", SECTION_TAGGER, CLASSIFIER, ENCODER]
     assert "own copy" in report[CLASSIFIER] and "own copy" in report[ENCODER]
     out = nlp("We propose a parser. It works well.")

@@ -11,7 +11,7 @@ on a sentencizer having run on the predicted side.
 vectors (one row per sentence, lengths = sentences per doc), so layers that
 need a sentence's neighbours can still see the document structure.
 """
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from spacy.ml.extract_spans import extract_spans
 from spacy.tokens import Doc, Span
@@ -88,6 +88,13 @@ def gold_sentences(example: Example, field: str = LABEL) -> Tuple[List[Span], Li
     Reference sentences whose tokens do not align one-to-one with the predicted
     tokenization are mapped through ``Example.get_aligned_spans_y2x``.
     """
+    spans, values = gold_sentence_values(example, (field,))
+    return spans, [v[0] for v in values]
+
+
+def gold_sentence_values(example: Example, fields: Sequence[str]) -> Tuple[List[Span], List[Tuple[Any, ...]]]:
+    """``gold_sentences`` reading several fields in one alignment: the spans
+    and, per sentence, the tuple of its values for ``fields``."""
     ref, pred = example.reference, example.predicted
     if not len(ref):
         ref_sents = []
@@ -98,16 +105,16 @@ def gold_sentences(example: Example, field: str = LABEL) -> Tuple[List[Span], Li
         # ``nlp.initialize()``): the whole doc is one sentence.
         ref_sents = [ref[:]]
     sents = [s for s in ref_sents if model_offsets(s) is not None]
-    labels = [get_span_value(s, field) for s in sents]
+    values = [tuple(get_span_value(s, f) for f in fields) for s in sents]
     if pred.text == ref.text and len(pred) == len(ref):
-        return [pred[s.start : s.end] for s in sents], labels
-    spans, out_labels = [], []
-    for sent, label in zip(sents, labels):
+        return [pred[s.start : s.end] for s in sents], values
+    spans, out_values = [], []
+    for sent, value in zip(sents, values):
         aligned = example.get_aligned_spans_y2x([sent], allow_overlap=True)
         if aligned:
             spans.append(aligned[0])
-            out_labels.append(label)
-    return spans, out_labels
+            out_values.append(value)
+    return spans, out_values
 
 
 def example_sentences(
@@ -116,14 +123,21 @@ def example_sentences(
     """Gold sentences of an Example as model offsets into ``example.predicted``
     (``gold_sentences`` through ``model_offsets``) and their gold values for
     ``field``, so training sees sentences the way prediction does."""
-    spans, labels = gold_sentences(example, field)
-    offsets, out_labels = [], []
-    for span, label in zip(spans, labels):
+    offsets, values = example_sentence_values(example, (field,))
+    return offsets, [v[0] for v in values]
+
+
+def example_sentence_values(example: Example, fields: Sequence[str]) -> Tuple[Offsets, List[Tuple[Any, ...]]]:
+    """``example_sentences`` reading several fields in one alignment: the
+    offsets and, per sentence, the tuple of its values for ``fields``."""
+    spans, values = gold_sentence_values(example, fields)
+    offsets, out_values = [], []
+    for span, value in zip(spans, values):
         offs = model_offsets(span)
         if offs is not None:
             offsets.append(offs)
-            out_labels.append(label)
-    return offsets, out_labels
+            out_values.append(value)
+    return offsets, out_values
 
 
 def make_indices(ops, offsets_per_doc: Sequence[Offsets]) -> Ragged:

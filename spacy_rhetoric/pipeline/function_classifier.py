@@ -311,8 +311,10 @@ class FunctionClassifier(SentencePipe):
         power = self.cfg.get("class_weight_power", 0.0)
         self.cfg["class_weights"] = None
         if power > 0:
-            counts = Counter(label for eg in get_examples()
-                             for label in example_sentences(eg, self.gold_field)[1] if label in self.labels)
+            counts = self.label_counts  # from SentencePipe.initialize's pass, unless the labels were given
+            if counts is None:
+                counts = Counter(label for eg in get_examples()
+                                 for label in example_sentences(eg, self.gold_field)[1] if label is not None)
             self.cfg["class_weights"] = class_weights([counts[label] for label in self.labels], power)
 
     def _row_weights(self, truths: List[Truth]) -> Optional[numpy.ndarray]:
@@ -356,7 +358,7 @@ class FunctionClassifier(SentencePipe):
         single = mask.sum(axis=1) == 1.0
         mask_d = ops.asarray2f(mask)
         p_gold = (scores * mask_d).sum(axis=1, keepdims=True)
-        if single.all() or not (mask.sum(axis=1) > 1).any():
+        if not (mask.sum(axis=1) > 1).any():  # single labels only: target = one-hot, the cross-entropy
             target = mask_d
         else:
             shared = scores * mask_d / xp.clip(p_gold, 1e-8, None)

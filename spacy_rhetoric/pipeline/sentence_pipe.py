@@ -15,6 +15,7 @@ sentences left out; leading/trailing whitespace tokens not seen by the
 model), at prediction time from ``doc.sents``, in ``update`` from the gold
 sentences of the reference doc.
 """
+from collections import Counter
 from itertools import islice
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -25,7 +26,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Optimizer, set_dropout_rate
 from thinc.types import Floats2d
 
-from ..ml.pooling import Offsets, doc_sentences, example_sentences, make_indices
+from ..ml.pooling import Offsets, doc_sentences, example_sentence_values, example_sentences, make_indices
 
 N_INIT_SAMPLE = 10
 # A gold sentence's target: a label index (-1: none) or the indices of all its acceptable labels.
@@ -122,9 +123,10 @@ class SentencePipe(TrainablePipe):
         offsets, truths = [], []
         for eg in examples:
             kept = []
-            sent_offsets, labels = example_sentences(eg, self.gold_field)
-            alternatives = example_sentences(eg, set_field)[1] if set_field else [None] * len(labels)
-            for offs, label, alts in zip(sent_offsets, labels, alternatives):
+            fields = (self.gold_field, set_field) if set_field else (self.gold_field,)
+            sent_offsets, values = example_sentence_values(eg, fields)
+            for offs, (label, *rest) in zip(sent_offsets, values):
+                alts = rest[0] if rest else None
                 truth: Truth = label_to_i.get(label, -1) if label is not None else -1
                 if truth >= 0 and alts:
                     indices = sorted({truth} | {label_to_i[a] for a in alts if a in label_to_i})
@@ -199,18 +201,20 @@ class SentencePipe(TrainablePipe):
         gold sentence labels of ``get_examples()``, sorted) and initialize the
         model on the gold sentences of the first examples."""
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
+        self.label_counts: Optional[Counter] = None  # gold label counts, when a pass over the examples made them
         if labels is not None:
             for label in labels:
                 self.add_label(label)
             sample = list(islice(get_examples(), N_INIT_SAMPLE))
         else:
-            # One pass: labels from every example, the first ones kept as sample.
-            sample, found = [], set()
+            # One pass: labels (counted) from every example, the first ones kept as sample.
+            sample, counts = [], Counter()
             for eg in get_examples():
                 if len(sample) < N_INIT_SAMPLE:
                     sample.append(eg)
-                found.update(label for label in example_sentences(eg, self.gold_field)[1] if label is not None)
-            for label in sorted(found):
+                counts.update(label for label in example_sentences(eg, self.gold_field)[1] if label is not None)
+            self.label_counts = counts
+            for label in sorted(counts):
                 self.add_label(label)
         if len(self.labels) < 2:
             raise ValueError(
