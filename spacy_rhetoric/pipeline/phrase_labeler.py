@@ -423,7 +423,7 @@ def score_phrase_labels(
             n_labeled += 1
             per_n[label] += 1
             match = match_of.get((s, e))
-            char = pred[match[0]].idx if match else pred[s].idx
+            char = match[0].idx if match else pred[s].idx
             gold_label = next((g for gs, ge, g in gold if gs <= char < ge), None)
             if gold_label is None:
                 continue

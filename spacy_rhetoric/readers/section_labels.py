@@ -70,11 +70,9 @@ def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
     ``pred`` (same text and tokens, as ``nlp.make_doc(ref.text)``)."""
     if pred.text != ref.text or len(pred) != len(ref):
         return pred
-    store = pred.user_data.setdefault(extensions.STORE_KEY, {})
-    ref_store = ref.user_data.get(extensions.STORE_KEY, {})
     for field in COPIED_FIELDS:
-        if field in ref_store:
-            store[field] = dict(ref_store[field])
+        spans = extensions.labelled_spans(ref, field=field)
+        extensions.set_span_values(pred, field, [pred[s:e] for s, e, _ in spans], [v for _, _, v in spans])
     title = get_doc_value(ref, TITLE)
     if title is not None:
         extensions.set_doc_value(pred, TITLE, title)
