@@ -9,14 +9,13 @@ import sys
 import pytest
 import spacy
 import srsly
-from helpers import kill_then_rerun, save_tiny_pipeline
+from helpers import kill_then_rerun, save_tiny_pipeline, user_data_items
 from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
-from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.annotate import RECORD_FIELDS, annotate_corpus
 from spacy_rhetoric.cli import _load_commands, app
 from spacy_rhetoric.corpus_builder import CorpusBuildError
@@ -54,7 +53,7 @@ def outputs(out_dir):
     """The JSONL text and the decoded Docs of a run, for equality checks."""
     docs = DocBin(store_user_data=True).from_disk(out_dir / "annotations.spacy").get_docs(Vocab())
     return ((out_dir / "annotations.jsonl").read_text(encoding="utf8"),
-            [(d.text, d.user_data.get(ext.STORE_KEY)) for d in docs])
+            [(d.text, user_data_items(d)) for d in docs])
 
 
 def run(model_dir, papers, out, **kw):

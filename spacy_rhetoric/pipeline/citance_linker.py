@@ -82,7 +82,7 @@ OLD_VECTORS_FILE = "vectors.kv"  # gensim pickle written by older versions: refu
 
 @Language.factory(
     "rhetoric_citance_linker",
-    assigns=["doc._.citance_links", "doc.user_data"],
+    assigns=["doc._.citance_links"],
     default_config=default_config,
     default_score_weights={"citance_link_f": 1.0, "citance_link_p": 0.0, "citance_link_r": 0.0},
 )

@@ -83,7 +83,7 @@ PhraseSource = Union[str, Path, Sequence[Sequence[str]]]
 ATTRS = ("LEMMA", "LOWER", "NORM", "ORTH")
 @Language.factory(
     "rhetoric_phrase_labeler",
-    assigns=["doc.user_data", "span._.phrase_label", "span._.phrase_match"],
+    assigns=["span._.phrase_label", "span._.phrase_match"],
     requires=["token.dep", "token.lemma"],
     default_config={
         "n": 5,

@@ -12,7 +12,7 @@ collapsed). Formats, by suffix:
   (``readers.common.iter_jsonl``);
 * ``.spacy``: a DocBin, one paper per Doc (doc id or ``<stem>:<i>``),
   sentences from the Doc's boundaries (no boundaries: the Doc is one
-  sentence), sections and sids from the doc-level store.
+  sentence), sections and sids from its extension values.
 
 :func:`read_input` never raises for a malformed input: it comes back skipped,
 with a reason naming the file.

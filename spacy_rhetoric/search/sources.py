@@ -174,7 +174,7 @@ def load_pipeline(model: PathLike):
 
 def paper_doc(nlp, paper: Dict[str, Any]):
     """The Doc of a paper record: its sentences as preset boundaries, sections,
-    headings, sids and doc id in the store (gold labels are kept apart)."""
+    headings, sids and doc id as extension values (gold labels are kept apart)."""
     from ..readers.common import doc_from_sentences
 
     sents = paper["sentences"]
