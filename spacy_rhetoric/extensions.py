@@ -32,12 +32,14 @@ package reads a group back as the value of a sentence.
 
 Docs saved before this layout (one mapping in
 ``doc.user_data["spacy_rhetoric"]``, keyed by token offsets) are converted by
-``upgrade_legacy_store``; ``read_docbin`` and the saved citance linker call it.
+``upgrade_legacy_store``, which ``docbin_docs`` (how this package reads
+every ``.spacy`` file) calls.
 """
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc, DocBin, Span
+from spacy.vocab import Vocab
 
 # Field names (component configs, readers) of the per-sentence values.
 LABEL = "label"  # coarse function (CSAbstruct-style), and the gold label of every reader
@@ -390,3 +392,10 @@ def upgrade_legacy_store(doc: Doc) -> Doc:
         else:
             set_span_values(doc, field, spans, converted)
     return doc
+
+
+def docbin_docs(docbin: DocBin, vocab: Vocab) -> Iterator[Doc]:
+    """``docbin.get_docs(vocab)``, with docs of the earlier layout upgraded
+    (``upgrade_legacy_store``): how this package reads every ``.spacy`` file."""
+    for doc in docbin.get_docs(vocab):
+        yield upgrade_legacy_store(doc)

@@ -142,7 +142,7 @@ class SentenceCorpus:
 
     def docs(self, nlp: Language) -> Iterator[Doc]:
         for file in _spacy_files(self.path):
-            yield from DocBin().from_disk(file).get_docs(nlp.vocab)
+            yield from extensions.docbin_docs(DocBin().from_disk(file), nlp.vocab)
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
         examples: Iterable[Example] = (

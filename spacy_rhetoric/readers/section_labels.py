@@ -37,7 +37,17 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .. import extensions
-from ..extensions import DOC_ID, HEADING, LABEL, SECTION, TITLE, get_doc_value, get_span_value, set_span_values
+from ..extensions import (
+    DOC_ID,
+    HEADING,
+    LABEL,
+    SECTION,
+    TITLE,
+    docbin_docs,
+    get_doc_value,
+    get_span_value,
+    set_span_values,
+)
 from ..section_headings import (
     ABSTRACT,
     BACK_MATTER,
@@ -104,7 +114,7 @@ class SectionLabelCorpus:
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
         docs: Iterable[Doc] = (doc for f in _spacy_files(self.path)
-                               for doc in DocBin().from_disk(f).get_docs(nlp.vocab))
+                               for doc in docbin_docs(DocBin().from_disk(f), nlp.vocab))
         if self.shuffle:
             docs = list(docs)
             random.shuffle(docs)

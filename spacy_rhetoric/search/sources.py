@@ -103,7 +103,7 @@ def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Di
                 stats.read += 1
                 if suffix == ".spacy":
                     try:
-                        docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab_nlp.vocab))
+                        docs = list(ext.docbin_docs(DocBin(store_user_data=True).from_disk(path), vocab_nlp.vocab))
                     except Exception as err:  # noqa: BLE001 - name the file
                         raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
                     papers = [doc_paper(d, f"{path.stem}:{i}", key) for i, d in enumerate(docs) if len(d)]
