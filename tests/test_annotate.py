@@ -167,6 +167,22 @@ def test_n_process_2_equals_1(model_dir, papers, reference, tmp_path):
 
 
 @pytest.mark.slow
+def test_n_process_workers_do_not_warn_about_hooks(model_dir, papers, tmp_path):
+    """The workers' docs lose the encoder's sent.vector hooks, which annotate
+    does not use: no W109 from them (in a fresh process: pytest would record
+    the workers' warnings)."""
+    import subprocess
+
+    code = ("import sys; from spacy_rhetoric.annotate import annotate_corpus; "
+            "annotate_corpus(sys.argv[1], [sys.argv[2]], sys.argv[3], batch_size=2, n_process=2)")
+    done = subprocess.run([sys.executable, "-c", code, str(model_dir), str(papers), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "annotations.jsonl").exists()
+    assert "W109" not in done.stderr
+
+
+@pytest.mark.slow
 def test_dask_local_cluster_equals_single_process(model_dir, papers, reference, tmp_path):
     pytest.importorskip("distributed")
     summary = run(model_dir, papers, tmp_path / "dask", scheduler="local", workers=2)
