@@ -26,9 +26,10 @@ Components are configured with field names (``label_field = "fine_label"``):
 field name gets the attribute ``rhetoric_<field>`` when first used.
 
 Span groups (``doc.spans["rhetoric"]``, ``doc.spans["sections"]``) are views
-for displaCy and span-group tools: the component that writes the values
-builds its group from the same values in the same call, and nothing in this
-package reads a group back as the value of a sentence.
+for displaCy and span-group tools (``render`` among them): the component
+that writes the values builds its group from the same values in the same
+call; scorers, training, ``long_docs`` and the record builders read the
+extension values.
 
 Docs saved before this layout (one mapping in
 ``doc.user_data["spacy_rhetoric"]``, keyed by token offsets) are converted by

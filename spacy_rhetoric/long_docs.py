@@ -122,7 +122,7 @@ def join_docs(docs: Sequence[Doc]) -> Doc:
             links.append(entry)
         for key, value in values.items():
             if key != links_key:
-                joined.user_data.setdefault(key, value)
+                joined.user_data.setdefault(key, copy.copy(value))
         char_offset += len(doc.text)
     if any(links_key in values for values in saved):
         joined.user_data[links_key] = links

@@ -13,10 +13,9 @@ can run in one pipeline. The span group ``doc.spans[spans_key]``
 each span's label in its ``attrs["scores"]``, as spaCy's spancat) is a view
 of the same predictions, built in the same ``set_annotations`` call, for
 displaCy's span style, ``Scorer.score_spans`` and other span-group tools;
-nothing reads it back as a sentence's label (the scorer reads the extension
-values). Whitespace-only sentences get no label. Gold
-labels are read from ``gold_field`` of the reference docs (``"label"``, where
-every reader puts them). At prediction time the sentences are the predicted
+the scorer and training read the extension values. Whitespace-only
+sentences get no label. Gold labels are read from ``gold_field`` of the
+reference docs (``"label"``, where every reader puts them). At prediction time the sentences are the predicted
 doc's ``doc.sents``; in ``update`` they are the gold sentences of the
 reference doc, so training does not depend on a sentencizer (both through
 ``SentencePipe``). Gold sentences without a label are left out of the loss.
