@@ -36,7 +36,7 @@ Docs saved before this layout (one mapping in
 ``upgrade_legacy_store``, which ``docbin_docs`` (how this package reads
 every ``.spacy`` file) calls.
 """
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 from spacy.tokens import Doc, DocBin, Span
@@ -138,25 +138,24 @@ _ACCESSORS = {"phrase_match": (_get_phrase_match, _set_phrase_match),
               "rhetoric_gold_labels": (_get_gold_labels, _set_gold_labels)}
 
 
+def _attr(cls: Any, names: Dict[str, str], field: str) -> str:
+    name = names.get(field)
+    if name is None:
+        name = f"rhetoric_{field}"
+        if not cls.has_extension(name):
+            cls.set_extension(name, default=None)
+    return name
+
+
 def span_attr(field: str) -> str:
     """The ``Span`` extension of a field (``"label"`` -> ``"rhetoric_label"``);
     a field of no listed attribute gets ``rhetoric_<field>``, registered now."""
-    name = _SPAN_ATTR.get(field)
-    if name is None:
-        name = f"rhetoric_{field}"
-        if not Span.has_extension(name):
-            Span.set_extension(name, default=None)
-    return name
+    return _attr(Span, _SPAN_ATTR, field)
 
 
 def doc_attr(field: str) -> str:
-    """The ``Doc`` extension of a doc-level field (registered when new)."""
-    name = _DOC_ATTR.get(field)
-    if name is None:
-        name = f"rhetoric_{field}"
-        if not Doc.has_extension(name):
-            Doc.set_extension(name, default=None)
-    return name
+    """The ``Doc`` extension of a doc-level field (as ``span_attr``)."""
+    return _attr(Doc, _DOC_ATTR, field)
 
 
 def encode_value(field: str, value: Any) -> Any:
