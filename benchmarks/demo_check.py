@@ -42,7 +42,7 @@ OBVIOUS = {
 
 
 def check(nlp, paper: Path) -> dict:
-    from spacy_rhetoric.demo import read_paper_doc
+    from spacy_rhetoric.apps.demo import read_paper_doc
 
     doc = nlp(read_paper_doc(nlp, paper))
     rows, found = [], set()
@@ -71,7 +71,7 @@ def main() -> None:
     args = p.parse_args()
     import spacy
 
-    from spacy_rhetoric.demo import sample_paper
+    from spacy_rhetoric.apps.demo import sample_paper
 
     nlp = spacy.load(args.pipeline)
     result = check(nlp, Path(args.paper) if args.paper else sample_paper())

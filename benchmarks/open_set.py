@@ -16,7 +16,7 @@ For every loss x number of training labels x seed:
    ``--max-steps``; the best checkpoint is chosen on the seen-label
    validation MAP@R;
 4. encode the validation sentences and compute
-   ``spacy_rhetoric.evaluation.retrieval_scores`` (P@1, MAP@R) on the SEEN
+   ``spacy_rhetoric.evaluation.metrics.retrieval_scores`` (P@1, MAP@R) on the SEEN
    labels, the UNSEEN labels and ALL labels (a query's neighbours are searched
    within the evaluated subset).
 
@@ -137,7 +137,7 @@ def train_encoder(config: Path, train_path: Path, dev_path: Path, out_dir: Path,
 def subset_scores(vectors, labels: Sequence[str], keep: set) -> Optional[Dict[str, float]]:
     import numpy
 
-    from spacy_rhetoric.evaluation import retrieval_scores
+    from spacy_rhetoric.evaluation.metrics import retrieval_scores
 
     idx = [i for i, label in enumerate(labels) if label in keep]
     if len({labels[i] for i in idx}) < 1 or len(idx) < 2:
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     import torch
 
     import spacy_rhetoric  # noqa: F401 - factories, readers, batchers, losses
-    from spacy_rhetoric.evaluation import raw_transformer_vectors, sentence_vectors
+    from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors, sentence_vectors
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)

@@ -347,7 +347,7 @@ def test_sentence_transformer_follows_the_device_setting(monkeypatch):
     import sentence_transformers
     from sentence_transformers.sentence_transformer import modules
 
-    from spacy_rhetoric import st_models
+    from spacy_rhetoric.ml import st_models
 
     class Fake:
         def __init__(self, *args, **kwargs):

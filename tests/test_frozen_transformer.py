@@ -96,7 +96,7 @@ def test_assemble_keeps_a_nested_transformer_listener(trained):
     which spaCy's replace_listeners cannot copy in: assemble sources the
     transformer as a component of its own and gives the classifier its own
     copy of the tok2vec (the "parser" here has a tok2vec of its own)."""
-    from spacy_rhetoric.assemble import assemble
+    from spacy_rhetoric.apps.assemble import assemble
 
     path, bert = trained
 

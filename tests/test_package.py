@@ -206,7 +206,7 @@ def test_wheel_ships_configs_and_sample_paper(rhetoric_wheel_file):
         assert f"spacy_rhetoric/configs/{name}.cfg" in names
     assert "spacy_rhetoric/configs/__init__.py" in names
     assert "spacy_rhetoric/assets/sample_paper.txt" in names
-    assert "spacy_rhetoric/assemble.py" in names and "spacy_rhetoric/cli/demo.py" in names
+    assert "spacy_rhetoric/apps/assemble.py" in names and "spacy_rhetoric/cli/demo.py" in names
 
 
 @pytest.mark.slow

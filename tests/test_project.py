@@ -13,7 +13,7 @@ import pytest
 import spacy
 from weasel.util import load_project_config
 
-from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, SECTION_TAGGER, assemble, save_pipeline
+from spacy_rhetoric.apps.assemble import CLASSIFIER, ENCODER, SECTION_TAGGER, assemble, save_pipeline
 from spacy_rhetoric.cli import COMMAND_MODULES, _load_commands, app
 
 ROOT = Path(__file__).resolve().parent.parent

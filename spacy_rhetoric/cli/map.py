@@ -101,7 +101,7 @@ def map_cli(
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """2-d t-SNE map of sentence vectors coloured by label."""
-    from ..evaluation import tsne_plot
+    from ..evaluation.metrics import tsne_plot
     from ..io import check_input, check_outputs, prepare_outputs
     from ..search import CONFIG_FILE
 

@@ -79,7 +79,7 @@ def paragraph_retrieval(model_name: str, papers: Sequence[Paper], *, max_length:
     name resolved offline, or a COSAEMB model directory) over ``papers``."""
     from transformers import AutoModel, AutoTokenizer
 
-    from ..evaluation import same_group_recall
+    from ..evaluation.metrics import same_group_recall
     from ..util import resolve_hf_model, torch_device
 
     path = resolve_hf_model(model_name)

@@ -12,8 +12,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy
 
 from .. import extensions as ext
+from ..evaluation.neighbours import as_matrix, l2_normalize
 from ..io import PathError, atomic_path, atomic_write_json, check_input, check_output
-from ..neighbours import as_matrix, l2_normalize
 from .faiss_index import (
     SUBSET_EXACT_MAX,
     check_index_type,

@@ -1,7 +1,7 @@
 """``spacy-rhetoric demo`` (and ``make demo``): train a small CPU function
 classifier and sentence encoder with ``spacy train`` and the packaged configs,
 assemble them with the English parser, the phrase labeler and the section
-tagger into one pipeline (``spacy_rhetoric.assemble``), and annotate a paper
+tagger into one pipeline (``spacy_rhetoric.apps.assemble``), and annotate a paper
 with it, section by section.
 
 - Classifier: ``spacy_rhetoric/configs/classifier_fullpaper_cpu.cfg`` (the
@@ -38,9 +38,9 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from ..configs import config_path
+from ..io import PathError, check_input, check_output
 from .assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
-from .configs import config_path
-from .io import PathError, check_input, check_output
 
 DATA_ENV = "SPACY_RHETORIC_DATA"
 PHRASES_DIR = "iwatsuki2021-fe-database-cl"
@@ -83,7 +83,7 @@ def data_dir() -> Path:
 
 def sample_paper() -> Path:
     """The packaged sample paper (plain text, blank-line paragraphs)."""
-    return Path(str(files(__package__) / "assets" / SAMPLE_PAPER))
+    return Path(str(files("spacy_rhetoric") / "assets" / SAMPLE_PAPER))
 
 
 @dataclass
@@ -128,7 +128,7 @@ def convert_csabstruct(jsonl: Path, output: Path) -> Path:
     """CSAbstruct ``.jsonl`` -> ``.spacy`` DocBin with gold sentence labels
     (the input of the encoder's SentenceCorpus reader). Kept if it exists and
     is newer than ``jsonl``."""
-    from .readers.convert import convert_corpus
+    from ..readers.convert import convert_corpus
 
     if not output.exists() or output.stat().st_mtime_ns < jsonl.stat().st_mtime_ns:
         stats = convert_corpus("csabstruct", jsonl, output)
@@ -192,7 +192,7 @@ def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
     """The classifier's training corpus (``readers.section_labels.write_fullpaper_corpus``:
     CSAbstruct train + the MuLMS-AZ papers) under ``output``; kept if newer
     than every input."""
-    from .readers.section_labels import write_fullpaper_corpus
+    from ..readers.section_labels import write_fullpaper_corpus
 
     train, dev = output / "train.spacy", output / "dev.spacy"
     newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms) if p is not None)
@@ -253,7 +253,7 @@ def most_similar(sents: List[Any], index: int) -> Tuple[Optional[int], float]:
 def read_paper_doc(nlp: Language, paper: Path) -> Doc:
     """One paper file as a Doc with headings (``readers.papers.read_paper``,
     format by content: PDF, GROBID TEI, JATS, S2ORC, plain text)."""
-    from .readers.papers import read_paper
+    from ..readers.papers import read_paper
 
     return read_paper(paper, nlp)
 
@@ -263,8 +263,8 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
     (heading and section category of ``rhetoric_section_tagger``), every
     sentence with its function label and score, its phrase label and n-gram,
     and for ``n_similar`` sentences the most similar other sentence."""
-    from .extensions import HEADING
-    from .section_headings import token_values
+    from ..extensions import HEADING
+    from ..section_headings import token_values
 
     doc = nlp(read_paper_doc(nlp, paper))
     headings = token_values(doc, HEADING)
@@ -316,7 +316,7 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
     the data directory, else the packaged sample paper) and print the dev
     scores. Inputs and outputs are checked before any work; returns the
     counts of ``annotate``."""
-    from . import __version__
+    from .. import __version__
 
     start = time.perf_counter()
     data = find_data()

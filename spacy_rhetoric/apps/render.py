@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from spacy.tokens import Doc
 
-from . import extensions as ext
+from .. import extensions as ext
 
 DEFAULT_COLORS = {
     "background": "#a6cee3",

@@ -25,9 +25,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 import spacy
 from spacy.language import Language
 
-from .extensions import VECTOR, restore_hooks_in_pipe
-from .io import PathError, atomic_dir, check_input, check_output
-from .util import load_parser
+from ..extensions import VECTOR, restore_hooks_in_pipe
+from ..io import PathError, atomic_dir, check_input, check_output
+from ..util import load_parser
 
 CLASSIFIER = "rhetoric_function_classifier"
 ENCODER = "rhetoric_sentence_encoder"

@@ -57,8 +57,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
-from .extensions import LABEL, VECTOR, get_span_value, labelled_spans
-from .io import atomic_path
+from ..extensions import LABEL, VECTOR, get_span_value, labelled_spans
+from ..io import atomic_path
 from .neighbours import as_matrix, cosine_neighbours, l2_normalize, nearest_neighbours
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -286,11 +286,11 @@ def raw_transformer_vectors(
 
     ``pooling="mean"`` averages the last hidden states over real tokens
     (attention-mask aware); ``"first"``/``"cls"`` takes the first token. The
-    model is loaded and run by sentence-transformers (``spacy_rhetoric.st_models``:
+    model is loaded and run by sentence-transformers (``spacy_rhetoric.ml.st_models``:
     name through ``resolve_hf_model``, length-sorted batches, inference mode);
     the result is a float32 ``[n, hidden]`` array in input order, not normalised.
     """
-    from .st_models import encode, load_sentence_transformer
+    from ..ml.st_models import encode, load_sentence_transformer
 
     model = load_sentence_transformer(model_name, max_length=max_length, pooling=pooling)
     return encode(model, sentences, batch_size=batch_size, progress=progress)
@@ -309,7 +309,7 @@ def _fresh_doc(vocab, gold_doc, spans: List[Tuple[int, int, str]]):
     classifier is scored as it runs on papers -- never the labels."""
     from spacy.tokens import Doc
 
-    from .readers.section_labels import copy_section_fields
+    from ..readers.section_labels import copy_section_fields
 
     starts = {start for start, _, _ in spans}
     if gold_doc.has_annotation("SENT_START"):
@@ -337,7 +337,7 @@ def annotate_gold_docs(nlp, docs: Iterable, *, batch_size: int = 32, progress: b
     """
     from tqdm import tqdm
 
-    from .readers.common import sentence_splitters
+    from ..readers.common import sentence_splitters
 
     docs = list(docs)
     skip = sentence_splitters(nlp)
@@ -385,7 +385,7 @@ def sentence_vectors(nlp, docs: Iterable, *, progress: bool = True) -> Tuple[num
 
 def classifier_scores(gold: Sequence[str], predicted: Sequence[Optional[str]]) -> Dict[str, object]:
     """Micro/macro F1 and per-label P/R/F over sentences: the scores of
-    ``spacy_rhetoric.scorers.sentence_label_scores`` (the definition shared
+    ``spacy_rhetoric.evaluation.scorers.sentence_label_scores`` (the definition shared
     with the classifier's registered scorer: a missing prediction (None) is
     wrong, F1-micro = accuracy, macro over the labels in gold or predictions),
     under the keys of ``spacy-rhetoric evaluate``."""

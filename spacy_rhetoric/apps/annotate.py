@@ -37,11 +37,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from . import extensions as ext
-from .corpus_builder.build import _NoProgress
-from .corpus_builder.inputs import InputFile, discover_inputs
-from .corpus_builder.runners import OnShard, dask_tasks, stream_inputs
-from .corpus_builder.settings import (
+from .. import extensions as ext
+from ..corpus_builder.build import _NoProgress
+from ..corpus_builder.inputs import InputFile, discover_inputs
+from ..corpus_builder.runners import OnShard, dask_tasks, stream_inputs
+from ..corpus_builder.settings import (
     ANNOTATION_FILES,
     SUMMARY_FILE,
     CorpusBuildError,
@@ -50,10 +50,10 @@ from .corpus_builder.settings import (
     prepare_output_dir,
     remove_failed_build,
 )
-from .corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
-from .io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
-from .readers.common import ReaderError, sentence_splitters
-from .readers.papers import EXTENSIONS, FORMATS
+from ..corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
+from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
+from ..readers.common import ReaderError, sentence_splitters
+from ..readers.papers import EXTENSIONS, FORMATS
 
 PathLike = Union[str, Path]
 ANNOTATE_FORMATS = ("auto",) + FORMATS + ("spacy",)
@@ -106,8 +106,8 @@ def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None,
     ``doc_id``: the paper's id (``readers.papers.paper_ids``; a DocBin's Docs
     without an id get ``<doc_id>:<i>``). ``grobid``: a GROBID server's URL
     that PDFs are sent to. Raises ReaderError/OSError for an unusable input."""
-    from .readers.fulltext import sentence_splitter
-    from .readers.papers import read_paper
+    from ..readers.fulltext import sentence_splitter
+    from ..readers.papers import read_paper
 
     if doc_id is None:
         doc_id = inp.path.stem
@@ -200,7 +200,7 @@ def annotate_docs(nlp: Language, docs: Sequence[Doc], settings: AnnotateSettings
                   batch_size: int) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
     """Annotate the Docs of one input in this process: (records, words,
     DocBin bytes of the annotated Docs if ``settings.spacy``)."""
-    from .long_docs import process_long_doc
+    from ..long_docs import process_long_doc
 
     starts = [sentence_starts(doc) for doc in docs]
     short = [doc for doc in docs if not is_long(nlp, doc)]
@@ -359,7 +359,7 @@ def annotate_corpus(
     nlp = load_pipeline(settings.pipeline, settings.code)
     all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir], kind_of=kind_of(fmt),
                                  expected=expected_files(fmt), skip_hidden=True)
-    from .readers.papers import paper_ids, same_name_papers
+    from ..readers.papers import paper_ids, same_name_papers
 
     ids = paper_ids([inp.key for inp in all_inputs])
     config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
@@ -401,7 +401,7 @@ def annotate_corpus(
                 finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
             )
         elif pending:
-            from .long_docs import process_long_doc
+            from ..long_docs import process_long_doc
 
             def read(inp: InputFile):
                 docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)

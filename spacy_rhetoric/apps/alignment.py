@@ -25,10 +25,10 @@ import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from . import extensions as ext
-from .errors import RhetoricError
-from .neighbours import cosine_neighbours
-from .readers.common import sentence_splitters
+from .. import extensions as ext
+from ..errors import RhetoricError
+from ..evaluation.neighbours import cosine_neighbours
+from ..readers.common import sentence_splitters
 
 PaperInput = Union[str, Path, Doc]
 
@@ -71,8 +71,8 @@ class EncodedPaper:
 def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) -> Doc:
     """Read one paper as a Doc in ``nlp.vocab`` (see the module docstring for
     the formats). Raises :class:`AlignmentError` naming the file."""
-    from .readers.clscisumm import read_reference_xml, reference_doc
-    from .readers.common import ReaderError, doc_from_sentences
+    from ..readers.clscisumm import read_reference_xml, reference_doc
+    from ..readers.common import ReaderError, doc_from_sentences
 
     path = Path(path)
     if not path.exists():
@@ -106,7 +106,7 @@ def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) ->
         return doc_from_sentences(nlp, sentences, doc_id=path.stem)
     if not text.strip():
         raise AlignmentError(f"{path}: empty text")
-    from .readers.papers import read_paper as read_text_paper
+    from ..readers.papers import read_paper as read_text_paper
 
     try:
         return read_text_paper(path, nlp, fmt="text", doc_id=path.stem)

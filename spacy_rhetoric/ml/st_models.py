@@ -15,7 +15,7 @@ from typing import Sequence, Union
 
 import numpy
 
-from .util import resolve_hf_model, torch_device
+from ..util import resolve_hf_model, torch_device
 
 POOLING_MODES = {"mean": "mean", "first": "cls", "cls": "cls"}
 

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .io import atomic_path, check_input, check_outputs
+from ..io import atomic_path, check_input, check_outputs
 
 
 def split_doc_ids(ids: Sequence[str], *, share: float = 0.8, seed: int = 0,
@@ -76,7 +76,7 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
     import spacy
     from spacy.tokens import DocBin
 
-    from .extensions import DOC_ID, get_doc_value
+    from ..extensions import DOC_ID, get_doc_value
 
     check_input(input_path, what="input")
     check_outputs({"train output": train_path, "test output": test_path}, inputs=[input_path],

@@ -54,7 +54,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
-from .extensions import LABEL, labelled_spans
+from ..extensions import LABEL, labelled_spans
 
 logger = logging.getLogger(__name__)
 

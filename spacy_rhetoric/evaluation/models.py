@@ -2,7 +2,7 @@
 directory/package, or ``raw:<hf name>`` (plain transformer, mean pooling, no
 fine-tuning; ``raw-minilm`` is an alias). The library side of
 ``spacy-rhetoric evaluate`` (``cli/evaluate.py``) and of
-``benchmarks/bench_embeddings.py``; the metrics are ``evaluation.py``'s.
+``benchmarks/bench_embeddings.py``; the metrics are ``metrics.py``'s.
 """
 import time
 from pathlib import Path
@@ -23,7 +23,7 @@ def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
     ValueError naming the file when it is missing or not a DocBin."""
     from spacy.tokens import DocBin
 
-    from .io import check_input
+    from ..io import check_input
 
     check_input(path, what=".spacy input")
     try:
@@ -39,7 +39,7 @@ def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
 
 
 def gold_texts_and_labels(docs) -> Tuple[List[str], List[str]]:
-    from .evaluation import gold_sentences
+    from .metrics import gold_sentences
 
     texts, labels = [], []
     for doc in docs:
@@ -54,7 +54,7 @@ def model_outputs(spec: str, docs, *, batch_size: int = 64, label_field: str = "
     for one model spec over gold docs."""
     import numpy
 
-    from . import evaluation
+    from . import metrics as evaluation
 
     start = time.time()
     if spec.startswith(RAW_PREFIX):
@@ -94,7 +94,7 @@ def load_pipeline(spec: str):
 def evaluate_model(spec: str, dev_docs, train_docs=None, *, seed: int = 0,
                    tsne: Optional[Path] = None, batch_size: int = 64,
                    label_field: str = "label") -> Dict[str, Any]:
-    from . import evaluation
+    from . import metrics as evaluation
 
     msg.info(f"Evaluating {spec}")
     dev = model_outputs(spec, dev_docs, batch_size=batch_size, label_field=label_field)
