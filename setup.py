@@ -96,14 +96,22 @@ ENTRY_POINTS = {
     ],
 }
 
+# configs/ and assets/ sit at the top of the repository (beside project.yml, as
+# in spaCy project templates); the wheel ships them inside the package, as
+# spacy_rhetoric/configs and spacy_rhetoric/assets (spacy_rhetoric.resources
+# finds them in either place). Only these files: assets/data/ is project data.
+DATA_DIRS = {"spacy_rhetoric.configs": "configs", "spacy_rhetoric.assets": "assets"}
+DATA_FILES = {"spacy_rhetoric.configs": ["*.cfg"], "spacy_rhetoric.assets": ["*.txt", "*.json"]}
+
 setup(
     name="spacy_rhetoric",
     version=about["__version__"],
     description="spaCy components for the rhetorical structure of scientific papers",
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf8"),
     long_description_content_type="text/markdown",
-    packages=find_packages(exclude=["tests", "tests.*"]),
-    package_data={"spacy_rhetoric": ["assets/*.txt", "assets/*.json"], "spacy_rhetoric.configs": ["*.cfg"]},
+    packages=find_packages(exclude=["tests", "tests.*"]) + list(DATA_DIRS),
+    package_dir=DATA_DIRS,
+    package_data=DATA_FILES,
     include_package_data=True,
     python_requires=">=3.9",
     install_requires=INSTALL_REQUIRES,

@@ -2,7 +2,7 @@
 
 Pipeline: ``tok2vec`` + ``parser`` sourced from ``en_core_web_sm``
 (``spacy_rhetoric.util.load_parser``) in front of the components of
-``spacy_rhetoric/configs/rhetoric_trf.cfg`` (one spacy-transformers ``transformer`` with the
+``configs/rhetoric_trf.cfg`` (one spacy-transformers ``transformer`` with the
 local MiniLM-L6 weights, ``rhetoric_function_classifier`` and
 ``rhetoric_sentence_encoder`` listening to it). The config's ``sentencizer``
 is removed, so the parser's sentence boundaries are the ones the classifier
@@ -74,7 +74,7 @@ from spacy_rhetoric.util import load_parser, resolve_hf_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "csabstruct"
-CONFIG = ROOT / "spacy_rhetoric" / "configs" / "rhetoric_trf.cfg"
+CONFIG = ROOT / "configs" / "rhetoric_trf.cfg"
 INIT_CORPUS = ROOT / "corpus" / "csabstruct_train.spacy"
 TRF_COMPONENTS = ["transformer", "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
 PARSER_EXCLUDE = ["tagger", "attribute_ruler", "lemmatizer", "ner", "senter"]

@@ -1,6 +1,6 @@
 """Does a pipeline get the obvious sentences of the packaged sample paper right?
 
-``spacy_rhetoric/assets/sample_paper.txt`` is what ``make demo`` shows when no
+``assets/sample_paper.txt`` is what ``make demo`` shows when no
 data directory is there, and what the README prints. OBVIOUS below lists the
 sentences a reader labels without hesitation, with that label in the coarse
 scheme (background / objective / method / result / other); sentences a reader

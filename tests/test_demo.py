@@ -12,7 +12,7 @@ from helpers import cli_text
 from test_mulms import RECORD as MULMS_RECORD
 
 from spacy_rhetoric.apps import demo
-from spacy_rhetoric.configs import config_names, config_path
+from spacy_rhetoric.resources import config_names, config_path
 
 SENTENCES = {
     "background": ["Parsing is a core task in language processing.",

@@ -9,9 +9,9 @@ import spacy
 from helpers import entry_point_names, save_tiny_bert
 from spacy.tokens import DocBin
 
-from spacy_rhetoric.configs import config_path
 from spacy_rhetoric.extensions import set_sent_labels
 from spacy_rhetoric.ml.transformer import make_initialize_frozen
+from spacy_rhetoric.resources import config_path
 
 SENTS = [
     ("Parsing is hard for languages with little data.", "background"),

@@ -16,7 +16,7 @@ step) and by ``spacy-rhetoric demo``.
   classifier + encoder) keep it, sourced once, so it runs once per doc.
 - No two components may write one sentence field: two classifiers need
   different ``label_field``/``scores_field`` (the fine classifier of
-  ``spacy_rhetoric/configs/fine_classifier_cpu.cfg`` writes ``fine_label``), and one encoder
+  ``configs/fine_classifier_cpu.cfg`` writes ``fine_label``), and one encoder
   writes the vectors. That is checked before anything is written.
 """
 from pathlib import Path
@@ -143,7 +143,7 @@ def check_fields(nlp: Language) -> None:
             if field in writers:
                 raise ValueError(
                     f"{writers[field]} and {name} both write the sentence field {field!r}: train the fine "
-                    f"classifier with label_field = \"fine_label\" (spacy_rhetoric/configs/fine_classifier_cpu.cfg), "
+                    f"classifier with label_field = \"fine_label\" (configs/fine_classifier_cpu.cfg), "
                     f"and use one encoder")
             writers[field] = name
 

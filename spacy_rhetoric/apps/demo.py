@@ -4,7 +4,7 @@ assemble them with the English parser, the phrase labeler and the section
 tagger into one pipeline (``spacy_rhetoric.apps.assemble``), and annotate a paper
 with it, section by section.
 
-- Classifier: ``spacy_rhetoric/configs/classifier_fullpaper_cpu.cfg`` (the
+- Classifier: ``configs/classifier_fullpaper_cpu.cfg`` (the
   section of each sentence is evidence the model weighs -- section dropout in
   training --, positions count within sections, hashed n-grams beside the
   tok2vec, a CRF over each section's sentences; back matter is ``other`` by
@@ -30,7 +30,6 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -38,8 +37,8 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..configs import config_path
 from ..io import PathError, check_input, check_output
+from ..resources import asset_path, config_path
 from .assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
 
 DATA_ENV = "SPACY_RHETORIC_DATA"
@@ -83,7 +82,7 @@ def data_dir() -> Path:
 
 def sample_paper() -> Path:
     """The packaged sample paper (plain text, blank-line paragraphs)."""
-    return Path(str(files("spacy_rhetoric") / "assets" / SAMPLE_PAPER))
+    return asset_path(SAMPLE_PAPER)
 
 
 @dataclass
@@ -346,6 +345,6 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
           f"macro {clf.get('rhetoric_f_macro', float('nan')):.3f}")
     print(f"  encoder P@1 {enc.get('encoder_p_at_1', float('nan')):.3f}, "
           f"MAP@R {enc.get('encoder_map_at_r', float('nan')):.3f}")
-    print("  (longer training with the configs in spacy_rhetoric/configs/ does better; see benchmarks/README.md)")
+    print("  (longer training with the configs in configs/ does better; see benchmarks/README.md)")
     print(f"done in {time.perf_counter() - start:.0f} s")
     return counts

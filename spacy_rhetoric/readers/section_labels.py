@@ -1,5 +1,5 @@
 """The multi-source corpus of the section-aware function classifier
-(``spacy_rhetoric/configs/classifier_sections_cpu.cfg``): coarse labels
+(``configs/classifier_sections_cpu.cfg``): coarse labels
 ``background / objective / method / result / other`` and each sentence's
 section category, from three sources.
 
