@@ -11,7 +11,7 @@ Rows (scikit-learn LogisticRegression, default C = 1, lbfgs, on one feature set 
 - ``all``: everything above in one model.
 
 Datasets: CSAbstruct train -> dev (``../shared/data/csabstruct``), and PMC-Sents-FULL's public
-dev file split by article with ``spacy_rhetoric.training.splits.split_doc_ids`` (share 0.8, seed 0: the
+dev file split by article with ``spacy_rhetoric.readers.splits.split_doc_ids`` (share 0.8, seed 0: the
 ``spacy-rhetoric split`` of ``benchmarks/run_pmc.sh``) train -> test. PMC sentences of an article
 are in the released file's order (shuffled within the article by the dataset authors), so position
 and neighbour features carry little there. Scores: ``spacy_rhetoric.evaluation.scorers.sentence_label_scores``
@@ -49,7 +49,7 @@ def read_csabstruct(path: Path) -> Docs:
 
 
 def read_pmc_split(path: Path, *, share: float = 0.8, seed: int = 0) -> Tuple[Docs, Docs]:
-    from spacy_rhetoric.training.splits import split_doc_ids
+    from spacy_rhetoric.readers.splits import split_doc_ids
 
     articles: "OrderedDict[str, Tuple[List[str], List[str]]]" = OrderedDict()
     with open(path, encoding="utf8") as f:

@@ -98,7 +98,7 @@ def pmc_split(path: Path, build, *, seed: int = 0, train_share: float = 0.8, lim
         articles.setdefault(pmc, ([], []))
         articles[pmc][0].append(sent)
         articles[pmc][1].append(label)
-    from spacy_rhetoric.training.splits import split_doc_ids  # the split of `spacy-rhetoric split`
+    from spacy_rhetoric.readers.splits import split_doc_ids  # the split of `spacy-rhetoric split`
 
     train_ids, test_ids = split_doc_ids(list(articles), share=train_share, seed=seed)
     if limit:

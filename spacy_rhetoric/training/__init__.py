@@ -1,3 +1,2 @@
-"""What ``spacy train`` needs beside the components (as ``spacy.training``):
-``batchers`` (PK batches, ``spacy_rhetoric.pk_batcher.v1``) and ``splits``
-(document-disjoint train/test splits)."""
+"""What ``spacy train`` needs beside the components and their models (as
+``spacy.training``): ``batchers`` (PK batches, ``spacy_rhetoric.pk_batcher.v1``)."""
