@@ -1,5 +1,5 @@
 """``spacy-rhetoric map CORPUS... -o map.png [--model PIPELINE]``: a 2-d t-SNE
-(scikit-learn, ``evaluation.tsne_plot``) of sentence vectors coloured by
+(scikit-learn, ``evaluation.metrics.tsne_plot``) of sentence vectors coloured by
 function label.
 
 CORPUS: an index written by ``spacy-rhetoric index`` (vectors and labels

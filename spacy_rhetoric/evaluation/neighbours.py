@@ -1,5 +1,5 @@
 """Exact k-nearest-neighbour search, the one search behind the retrieval
-metrics (``evaluation.retrieval_scores``, ``evaluation.same_group_recall``)
+metrics (``metrics.retrieval_scores``, ``metrics.same_group_recall``)
 and functional alignment (``alignment.align_encoded``).
 
 ``metric="cosine"`` (``cosine_neighbours``): faiss ``IndexFlatIP`` on

@@ -1,6 +1,6 @@
 """Scores of sentence labels: the one definition behind both the registered
 scorer of ``rhetoric_function_classifier`` (what ``spacy train`` reports) and
-``spacy-rhetoric evaluate`` (``evaluation.classifier_scores``)."""
+``spacy-rhetoric evaluate`` (``evaluation.metrics.classifier_scores``)."""
 from typing import Any, Dict, Optional, Sequence
 
 NO_PREDICTION = "\x00no-prediction"

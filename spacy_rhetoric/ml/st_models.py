@@ -7,7 +7,7 @@ A model is always built from its two modules, a ``Transformer`` and a
 the model directory's own ``modules.json`` says (all-MiniLM-L6-v2's would
 normalise them). Model names go through ``util.resolve_hf_model`` (the
 offline mirror); nothing is downloaded. Used by the CitRet encoder
-(``citret.encoder``) and by ``evaluation.raw_transformer_vectors``.
+(``citret.encoder``) and by ``evaluation.metrics.raw_transformer_vectors``.
 """
 import os
 from pathlib import Path
