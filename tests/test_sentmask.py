@@ -185,9 +185,9 @@ def test_sentmask_model_initialises_shared_transformer(tmp_path, tiny_model_dir)
     from spacy import util
     from spacy.training import Example
 
-    from spacy_rhetoric.configs import config_path
     from spacy_rhetoric.extensions import set_sent_labels
     from spacy_rhetoric.pretrain.sentmask import train_sentmask
+    from spacy_rhetoric.resources import config_path
 
     settings = SentMaskSettings(model=str(tiny_model_dir), window_sents=4, targets_per_window=2,
                                 n_negatives=1, max_sentence_tokens=8, max_steps=1, log_every=1)

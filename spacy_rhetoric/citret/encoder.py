@@ -1,5 +1,5 @@
 """Sentence encoder of CitRet (§3.1.1): a sentence-transformers model
-(transformer + mean pooling, built by ``spacy_rhetoric.st_models``),
+(transformer + mean pooling, built by ``spacy_rhetoric.ml.st_models``),
 fine-tuned with sentence-transformers' ``CosineSimilarityLoss`` (MSE between
 cos(a, b) and the pair's score).
 
@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy
 
 from ..io import atomic_write_json
-from ..st_models import encode, load_sentence_transformer
+from ..ml.st_models import encode, load_sentence_transformer
 
 Pair = Tuple[str, str, float]
 CHECKPOINT_STATE = "trainer_state.json"

@@ -41,14 +41,14 @@ Modules, one per concern:
     package installed, and a ``code`` file at the same path). The phrase list
     travels as a computed future, so losing a worker loses no data.
     The loops themselves are generic (``stream_inputs``, ``dask_tasks``):
-    ``spacy-rhetoric annotate`` (``spacy_rhetoric.annotate``) runs on them
+    ``spacy-rhetoric annotate`` (``spacy_rhetoric.apps.annotate``) runs on them
     too, with inputs, shards and resume from this package.
 ``merge``
     Deterministic, rerun in full on every build. Shards are read in sorted
     input-key order, sentences in source order. De-duplication is by
     normalised text (Unicode NFKC, case-folded, whitespace collapsed); the
     FIRST copy in that order is kept. The kept sentences are split by paper
-    with ``spacy_rhetoric.splits.split_doc_ids``, stratified by label
+    with ``spacy_rhetoric.readers.splits.split_doc_ids``, stratified by label
     (StratifiedGroupKFold, ``round(1 / valid_fraction)`` folds, fold 0 is
     validation). Each paper is entirely on one side. Outputs are written
     atomically.

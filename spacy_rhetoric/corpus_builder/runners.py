@@ -2,7 +2,7 @@
 ordered ``nlp.pipe`` stream, ``n_process`` workers: :func:`stream_inputs`) or
 by a Dask scheduler (one task per input: :func:`dask_tasks`). Both are
 generic over what a build does with an input; ``label`` (:func:`run_local`,
-:func:`run_dask`) and ``annotate`` (``spacy_rhetoric.annotate``) give them
+:func:`run_dask`) and ``annotate`` (``spacy_rhetoric.apps.annotate``) give them
 their read, process and finish steps. Each input's shard is written as soon
 as the input is complete."""
 import json
