@@ -173,7 +173,7 @@ def test_n_process_workers_do_not_warn_about_hooks(model_dir, papers, tmp_path):
     the workers' warnings)."""
     import subprocess
 
-    code = ("import sys; from spacy_rhetoric.annotate import annotate_corpus; "
+    code = ("import sys; from spacy_rhetoric.apps.annotate import annotate_corpus; "
             "annotate_corpus(sys.argv[1], [sys.argv[2]], sys.argv[3], batch_size=2, n_process=2)")
     done = subprocess.run([sys.executable, "-c", code, str(model_dir), str(papers), str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=300)

@@ -69,6 +69,17 @@ def test_attributes_and_helpers_are_one_store():
         first._.rhetoric_gold_labels = "method"
 
 
+def test_other_field_names_get_their_own_attribute():
+    """A component configured with a field of no listed attribute (e.g.
+    label_field = "move") writes sent._.rhetoric_move."""
+    _, doc = _doc()
+    ext.set_span_values(doc, "move", list(doc.sents)[:1], ["m1"])
+    assert [s._.rhetoric_move for s in doc.sents] == ["m1", None, None]
+    assert ext.labelled_spans(doc, field="move") == [(0, 4, "m1")]
+    ext.set_doc_value(doc, "venue", "ACL")
+    assert doc._.rhetoric_venue == "ACL" and ext.get_doc_value(doc, "venue") == "ACL"
+
+
 def test_from_docs_and_as_doc_shift_the_values():
     """Doc.from_docs moves every sentence value with its sentence (the
     phrase match too: it is stored relative to its sentence)."""
