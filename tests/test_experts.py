@@ -5,7 +5,6 @@ import pytest
 import spacy
 from spacy.attrs import LOWER
 from thinc.api import Model, NumpyOps
-from thinc.types import Ragged
 
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.extensions import HEADING, set_span_values

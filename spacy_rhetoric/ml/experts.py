@@ -49,8 +49,8 @@ from thinc.types import Floats2d, Ragged
 
 from ..section_headings import BACK_MATTER, OTHER, token_values
 from .devices import to_host, with_cpu_chain
-from .segments import sections_of, segments_of
 from .sections import _section_aware_model, section_aware_layers
+from .segments import sections_of, segments_of
 from .sequence import _position_keys, crf_layer, emitters, ngram_counts
 
 PREV_TAG = numpy.uint64(hash_string("__prev"))
