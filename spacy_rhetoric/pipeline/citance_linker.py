@@ -62,7 +62,6 @@ from .. import extensions
 from ..citret.scoring import CitRetScorer, CitRetSettings, encoder_pairs
 from ..citret.text import preprocess
 from ..citret.wmd import load_vectors, save_vectors
-from ..extensions import docbin_docs
 from ..io import extract_files
 
 REFERENCE_KEY = "citance_reference"
@@ -463,7 +462,7 @@ class CitanceLinker(Pipe):
             )
         if "references" not in exclude and (path / "references.spacy").exists():
             keys = srsly.read_json(path / "references.json")
-            docs = list(docbin_docs(DocBin().from_disk(path / "references.spacy"), self.vocab))
+            docs = list(extensions.docbin_docs(DocBin().from_disk(path / "references.spacy"), self.vocab))
             self.references = dict(zip(keys, docs))
         self._prepared.clear()
         return self

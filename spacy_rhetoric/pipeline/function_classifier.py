@@ -15,10 +15,11 @@ of the same predictions, built in the same ``set_annotations`` call, for
 displaCy's span style, ``Scorer.score_spans`` and other span-group tools;
 the scorer and training read the extension values. Whitespace-only
 sentences get no label. Gold labels are read from ``gold_field`` of the
-reference docs (``"label"``, where every reader puts them). At prediction time the sentences are the predicted
-doc's ``doc.sents``; in ``update`` they are the gold sentences of the
-reference doc, so training does not depend on a sentencizer (both through
-``SentencePipe``). Gold sentences without a label are left out of the loss.
+reference docs (``"label"``, where every reader puts them). At prediction
+time the sentences are the predicted doc's ``doc.sents``; in ``update`` they
+are the gold sentences of the reference doc, so training does not depend on
+a sentencizer (both through ``SentencePipe``). Gold sentences without a
+label are left out of the loss.
 """
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..extensions import docbin_docs
 from .common import ReaderError, ReadStats, iter_jsonl
 
 SUFFIXES = (".xml", ".txt", ".jsonl", ".spacy")
@@ -106,7 +105,7 @@ def read_spacy(path: Path) -> ReadResult:
     ext.install_extensions()
     result = ReadResult()
     docbin = DocBin(store_user_data=True).from_disk(path)
-    for i, doc in enumerate(docbin_docs(docbin, Vocab())):
+    for i, doc in enumerate(ext.docbin_docs(docbin, Vocab())):
         paper_id = ext.get_doc_value(doc, ext.DOC_ID) or f"{path.stem}:{i}"
         if doc.has_annotation("SENT_START"):
             sents = list(doc.sents)
