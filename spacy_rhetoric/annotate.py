@@ -14,7 +14,7 @@ files and the files of any build are left out), one shard per input in
 inputs whose shard exists, so it ends with the output of an uninterrupted
 run, without duplicates), the settings recorded in ``OUT/build_config.json``
 (resuming with another pipeline or other options is refused unless
-``overwrite``), and the two runners: one ordered ``nlp.pipe`` stream
+``overwrite``), and the two runners of ``spacy_rhetoric.jobs``: one ordered ``nlp.pipe`` stream
 (``n_process``) or one Dask task per input (the client reads the inputs and
 sends each as DocBin bytes, workers load the pipeline from its path and
 send back records and, with ``spacy``, the annotated DocBin). At the end the
@@ -38,9 +38,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from . import extensions as ext
-from .corpus_builder.build import _NoProgress
 from .corpus_builder.inputs import InputFile, discover_inputs
-from .corpus_builder.runners import OnShard, dask_tasks, stream_inputs
+from .corpus_builder.runners import OnShard
 from .corpus_builder.settings import (
     ANNOTATION_FILES,
     SUMMARY_FILE,
@@ -52,6 +51,7 @@ from .corpus_builder.settings import (
 )
 from .corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
 from .io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
+from .jobs import dask_tasks, progress_bar, record_skip, stream_inputs
 from .readers.common import ReaderError, sentence_splitters
 from .readers.papers import EXTENSIONS, FORMATS
 
@@ -136,8 +136,7 @@ def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress
         return read_docs(inp, nlp, doc_id, grobid)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
-    skipped.append({"input": inp.key, "reason": reason})
-    progress.update(1)
+    record_skip(skipped, inp.key, reason, progress)
     return None
 
 
@@ -258,26 +257,9 @@ def pipeline_digest(pipeline: PathLike) -> str:
     return h.hexdigest()
 
 
-# Worker-side cache (Dask): one pipeline per (path, code) per worker process.
-_WORKER_NLP: Dict[Tuple[str, Optional[str]], Language] = {}
-
-
-def _worker_nlp(settings: AnnotateSettings) -> Language:
-    key = (settings.pipeline, settings.code)
-    if key not in _WORKER_NLP:
-        _WORKER_NLP.clear()
-        _WORKER_NLP[key] = load_pipeline(settings.pipeline, settings.code)
-    return _WORKER_NLP[key]
-
-
-def _warm_worker(settings: AnnotateSettings) -> bool:
-    _worker_nlp(settings)
-    return True
-
-
-def dask_annotate_task(docs: bytes, settings: AnnotateSettings, batch_size: int):
-    """The per-input Dask task: annotate the Docs of one input (DocBin bytes)."""
-    nlp = _worker_nlp(settings)
+def annotate_docbin(nlp: Language, docs: bytes, settings: AnnotateSettings, batch_size: int):
+    """A Dask task's work (``jobs.dask_tasks``): annotate the Docs of one
+    input (DocBin bytes) with the worker's pipeline."""
     return annotate_docs(nlp, list(DocBin(store_user_data=True).from_bytes(docs).get_docs(nlp.vocab)),
                          settings, batch_size)
 
@@ -384,21 +366,18 @@ def annotate_corpus(
         if on_shard is not None:
             on_shard(inp, header)
 
-    if show_progress:
-        from tqdm import tqdm
-
-        progress = tqdm(total=len(all_inputs), initial=len(all_inputs) - len(pending), unit="file", desc="annotate")
-    else:
-        progress = _NoProgress()
+    progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
+                            desc="annotate")
     start = time.perf_counter()
     try:
         if pending and scheduler:
             seconds = dask_tasks(
                 scheduler, workers, pending,
+                pipeline=(load_pipeline, (settings.pipeline, settings.code)),
                 read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
-                task=dask_annotate_task,
-                task_args=lambda inp, docs, shared: (docbin_bytes(docs), settings, batch_size),
-                finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
+                work=annotate_docbin,
+                work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
+                finish=finish, name="annotate",
             )
         elif pending:
             from .long_docs import process_long_doc

@@ -79,7 +79,6 @@ from .index import (  # noqa: F401
     RhetoricIndex,
     build_index,
     check_index_output,
-    dask_encode_task,
     work_dir,
 )
 from .sources import (  # noqa: F401

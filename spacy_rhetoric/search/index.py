@@ -6,6 +6,7 @@ import shutil
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -326,26 +327,14 @@ def _finish(work: Path, index_path: Path) -> Dict[str, Any]:
             "finished": True}
 
 
-_WORKER_NLP: Dict[str, Any] = {}
-
-
-def dask_encode_task(papers: List[Dict[str, Any]], pipeline: str, batch_size: int):
-    """The per-part Dask task: encode the papers of one part (the pipeline is
-    loaded once per worker process)."""
-    if pipeline not in _WORKER_NLP:
-        _WORKER_NLP.clear()
-        _WORKER_NLP[pipeline] = load_pipeline(pipeline)
-    return encode_papers(_WORKER_NLP[pipeline], papers, batch_size=batch_size)
-
-
 def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, parts, done, work: Path, con, bar,
               stop_after_parts: Optional[int]) -> int:
-    """Encode the pending parts on a Dask cluster with the corpus builder's
-    runner (``corpus_builder.runners.dask_tasks``: ``"local"`` is a LocalCluster of
+    """Encode the pending parts on a Dask cluster with the project's job
+    runner (``jobs.dask_tasks``: ``"local"`` is a LocalCluster of
     ``workers`` processes, else a scheduler address; at most two tasks per
     worker in flight); the client writes every part as it comes back.
     Workers need spacy_rhetoric and the pipeline at the same path."""
-    from ..corpus_builder.runners import dask_tasks
+    from ..jobs import dask_tasks
 
     submitted, n_new = [0], [0]
 
@@ -365,8 +354,8 @@ def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, part
         n_new[0] += 1
         bar.update(sum(len(p["sentences"]) for p in papers))
 
-    dask_tasks(scheduler, workers, parts, read=read, task=dask_encode_task,
-               task_args=lambda part, papers, shared: (papers, pipeline, batch_size),
+    dask_tasks(scheduler, workers, parts, pipeline=(load_pipeline, (pipeline,)), read=read,
+               work=partial(encode_papers, batch_size=batch_size), work_args=lambda part, papers: (papers,),
                finish=finish, name="encode", task_key=lambda part: str(part[0]))
     return n_new[0]
 
