@@ -24,7 +24,7 @@ import logging
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..ml.section_chunks import Chunk, iter_sections, plan_chunks  # noqa: F401 - re-exported
 
@@ -136,40 +136,26 @@ class TrainSettings:
 RUN_ONLY_SETTINGS = ("log_every", "gpu_id", "checkpoint_every")
 
 
-def run_pretraining(
-    model,
-    optimizer,
-    scheduler,
-    epoch_batches: Callable[[int], Iterable[Any]],
-    batch_loss: Callable[[Any], Any],
-    *,
-    settings: TrainSettings,
-    total: int,
-    output: Union[str, Path],
-    save_model: Callable[[Path], None],
-    logger: logging.Logger,
-    name: str,
-    progress: bool = True,
-    counters: Optional[Dict[str, Callable[[Any], int]]] = None,
-    generators: Sequence[Any] = (),
-):
-    """What both pre-training loops run: ``training_loop.train_loop`` with the
-    settings' epochs, gradient clipping and logging (rows logged as
-    ``"<name> {json}"`` when ``progress``), checkpoints every
-    ``checkpoint_every`` steps in ``output/checkpoint`` (rerunning the same
-    command resumes from the last one; other settings are refused), then
-    ``save_model(output / "model")`` and the checkpoint removed. Returns the
-    ``LoopResult``."""
+def run_pretraining(*loop: Any, settings: TrainSettings, total: int, output: Union[str, Path],
+                    save_model: Callable[[Path], None], logger: logging.Logger, name: str, progress: bool = True,
+                    **options: Any):
+    """What both pre-training loops run: ``training_loop.train_loop(*loop,
+    **options)`` (``loop``: model, optimizer, scheduler, epoch_batches,
+    batch_loss; ``options``: e.g. counters, generators) with the settings'
+    epochs, gradient clipping and logging (rows logged as ``"<name> {json}"``
+    when ``progress``), checkpoints every ``checkpoint_every`` steps in
+    ``output/checkpoint`` (rerunning the same command resumes from the last
+    one; other settings are refused), then ``save_model(output / "model")``
+    and the checkpoint removed. Returns the ``LoopResult``."""
     from ..training_loop import train_loop
 
     checkpoint = Path(output) / "checkpoint"
     state = {k: v for k, v in asdict(settings).items() if k not in RUN_ONLY_SETTINGS}
     result = train_loop(
-        model, optimizer, scheduler, epoch_batches, batch_loss, epochs=settings.epochs, total=total,
-        grad_clip=settings.grad_clip, log_every=settings.log_every,
+        *loop, epochs=settings.epochs, total=total, grad_clip=settings.grad_clip, log_every=settings.log_every,
         on_log=(lambda row: logger.warning("%s %s", name, json.dumps(row))) if progress else None,
-        counters=counters, checkpoint=checkpoint, checkpoint_every=settings.checkpoint_every, keep_final=False,
-        state={"settings": state}, generators=generators,
+        checkpoint=checkpoint, checkpoint_every=settings.checkpoint_every, keep_final=False,
+        state={"settings": state}, **options,
     )
     save_model(Path(output) / "model")
     shutil.rmtree(checkpoint, ignore_errors=True)
