@@ -54,13 +54,11 @@ from .io import atomic_path, atomic_write_json, atomic_write_lines, check_input,
 from .jobs import dask_tasks, progress_bar, record_skip, stream_inputs
 from .readers.common import ReaderError, sentence_splitters
 from .readers.papers import EXTENSIONS, FORMATS
+from .records import RECORD_FIELDS, doc_records  # noqa: F401 - RECORD_FIELDS: the records' fields, re-exported
 
 PathLike = Union[str, Path]
 ANNOTATE_FORMATS = ("auto",) + FORMATS + ("spacy",)
 JSONL_FILE, SPACY_FILE = ANNOTATION_FILES
-# One sentence's record, in this order (``vector`` only with ``vectors=True``).
-RECORD_FIELDS = ("paper_id", "index", "sid", "section", "heading", "paragraph", "text", "start_char",
-                 "end_char", "label", "scores", "fine_label", "fine_scores", "phrase_label", "phrase_ngram")
 
 
 @dataclass(frozen=True)
@@ -150,26 +148,11 @@ def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]
     absent or gave nothing (whitespace-only sentences). The written records
     also carry ``input``, the key (path relative to the folder given) of the
     file the paper came from; paper ids are unique in the corpus
-    (``readers.papers.paper_ids``)."""
-    paper_id = ext.get_doc_value(doc, ext.DOC_ID)
-    records = []
-    for i, sent in enumerate(doc.sents):
-        values = {field: ext.get_span_value(sent, field) for field in (
-            ext.SID, ext.SECTION, ext.HEADING, ext.PARAGRAPH, ext.LABEL, ext.SCORES, ext.FINE_LABEL,
-            ext.FINE_SCORES, ext.PHRASE_LABEL, ext.PHRASE_MATCH)}
-        match = values[ext.PHRASE_MATCH]
-        rec = {
-            "paper_id": None if paper_id is None else str(paper_id), "index": i, "sid": values[ext.SID],
-            "section": values[ext.SECTION], "heading": values[ext.HEADING], "paragraph": values[ext.PARAGRAPH],
-            "text": sent.text, "start_char": sent.start_char, "end_char": sent.end_char,
-            "label": values[ext.LABEL], "scores": values[ext.SCORES], "fine_label": values[ext.FINE_LABEL],
-            "fine_scores": values[ext.FINE_SCORES], "phrase_label": values[ext.PHRASE_LABEL],
-            "phrase_ngram": match.text if match is not None else None,
-        }
-        if vectors:
-            vector = ext.get_span_value(sent, ext.VECTOR)
-            rec["vector"] = vector.tolist() if vector is not None else None
-        records.append(rec)
+    (``readers.papers.paper_ids``). Built by ``records.doc_records``."""
+    records = doc_records(doc, vector=vectors)
+    if vectors:
+        for rec in records:
+            rec["vector"] = rec["vector"].tolist() if rec["vector"] is not None else None
     return records
 
 
