@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import srsly
 from spacy.language import Language
@@ -158,6 +158,33 @@ def iter_jsonl(path: Union[str, Path], *, errors: str = "raise",
                        errors, stats)
                 continue
             yield i, record
+
+
+def jsonl_docs(path: Union[str, Path], record_doc: Callable[[Dict[str, Any], Path, int], Optional[Doc]], *,
+               limit: int = 0, errors: str = "skip", stats: Optional[ReadStats] = None) -> Iterator[Doc]:
+    """One Doc per record of a JSON-lines corpus file: ``record_doc(record,
+    path, line)`` gives it, or None for a record left out on purpose
+    (counted as used), or raises a :class:`ReaderError` (the record is
+    skipped and counted, ``errors="skip"``, or the error raised). ``limit`` >
+    0 stops after that many Docs. Counts lines, records, Docs and sentences
+    in ``stats``."""
+    check_errors_mode(errors)
+    path = Path(path)
+    stats = stats if stats is not None else ReadStats(name=str(path))
+    for line, record in iter_jsonl(path, errors=errors, stats=stats):
+        try:
+            doc = record_doc(record, path, line)
+        except ReaderError as err:
+            handle(err, errors, stats)
+            continue
+        stats.used += 1
+        if doc is None:
+            continue
+        stats.docs += 1
+        stats.sentences += sum(1 for _ in doc.sents)
+        yield doc
+        if limit > 0 and stats.docs >= limit:
+            return
 
 
 def require(record: Dict[str, Any], key: str, path: Union[str, Path], line: int,
