@@ -18,6 +18,7 @@ Every reader takes ``errors="skip"`` (skip a malformed record, count it and
 warn once in the summary) or ``errors="raise"`` (stop with a
 :class:`ReaderError` naming file, line and field).
 """
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
@@ -185,6 +186,35 @@ def jsonl_docs(path: Union[str, Path], record_doc: Callable[[Dict[str, Any], Pat
         yield doc
         if limit > 0 and stats.docs >= limit:
             return
+
+
+def shuffle_and_limit(items: Iterable[Any], *, shuffle: bool, limit: int) -> Iterator[Any]:
+    """A corpus reader's items in a random order when ``shuffle``
+    (``random.shuffle``, which ``spacy train`` seeds), at most ``limit`` of
+    them (0: all); unshuffled, no item past the limit is drawn."""
+    if shuffle:
+        items = list(items)
+        random.shuffle(items)
+    for i, item in enumerate(items):
+        if limit > 0 and i >= limit:
+            return
+        yield item
+
+
+def spacy_files(path: Union[str, Path], *, recursive: bool = True, what: str = "") -> List[Path]:
+    """The ``.spacy`` files of a corpus path: the file itself, or those in the
+    folder (sorted; ``recursive``: below it). FileNotFoundError (prefixed with
+    ``what``) when there are none."""
+    path = Path(path)
+    prefix = f"{what}: " if what else ""
+    if path.is_dir():
+        files = sorted(path.rglob("*.spacy") if recursive else path.glob("*.spacy"))
+        if not files:
+            raise FileNotFoundError(f"{prefix}no .spacy files {'under' if recursive else 'in'} {path}")
+        return files
+    if not path.exists():
+        raise FileNotFoundError(f"{prefix}no such file: {path}")
+    return [path]
 
 
 def require(record: Dict[str, Any], key: str, path: Union[str, Path], line: int,
