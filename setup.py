@@ -77,24 +77,31 @@ ENTRY_POINTS = {
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
         "spacy_rhetoric.pipeline_name.v1 = spacy_rhetoric.util:pipeline_name",
-        "spacy_rhetoric.SoftmaxLoss.v1 = spacy_rhetoric.losses:softmax_loss_v1",
-        "spacy_rhetoric.BatchAllTripletLoss.v1 = spacy_rhetoric.losses:batch_all_triplet_loss_v1",
-        "spacy_rhetoric.ArcFaceLoss.v1 = spacy_rhetoric.losses:arcface_loss_v1",
-        "spacy_rhetoric.MultiSimilarityLoss.v1 = spacy_rhetoric.losses:multi_similarity_loss_v1",
-        "spacy_rhetoric.NTXentLoss.v1 = spacy_rhetoric.losses:nt_xent_loss_v1",
-        "spacy_rhetoric.MarginGradedTripletLoss.v1 = spacy_rhetoric.losses:margin_graded_triplet_loss_v1",
-        "spacy_rhetoric.CosinePairLoss.v1 = spacy_rhetoric.losses:cosine_pair_loss_v1",
+        "spacy_rhetoric.SoftmaxLoss.v1 = spacy_rhetoric.losses.classification:softmax_loss_v1",
+        "spacy_rhetoric.BatchAllTripletLoss.v1 = spacy_rhetoric.losses.pairwise:batch_all_triplet_loss_v1",
+        "spacy_rhetoric.ArcFaceLoss.v1 = spacy_rhetoric.losses.classification:arcface_loss_v1",
+        "spacy_rhetoric.MultiSimilarityLoss.v1 = spacy_rhetoric.losses.pairwise:multi_similarity_loss_v1",
+        "spacy_rhetoric.NTXentLoss.v1 = spacy_rhetoric.losses.pairwise:nt_xent_loss_v1",
+        "spacy_rhetoric.MarginGradedTripletLoss.v1 = spacy_rhetoric.losses.pairwise:margin_graded_triplet_loss_v1",
+        "spacy_rhetoric.CosinePairLoss.v1 = spacy_rhetoric.losses.tuples:cosine_pair_loss_v1",
     ],
     "spacy_span_getters": [
         "spacy_rhetoric.sentence_windows.v1 = spacy_rhetoric.ml.span_getters:configure_sentence_windows",
     ],
     "spacy_batchers": [
-        "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.batchers:pk_batcher",
+        "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.training.batchers:pk_batcher",
     ],
     "spacy_callbacks": [
         "spacy_rhetoric.initialize_frozen.v1 = spacy_rhetoric.ml.transformer:make_initialize_frozen",
     ],
 }
+
+# configs/ and assets/ sit at the top of the repository (beside project.yml, as
+# in spaCy project templates); the wheel ships them inside the package, as
+# spacy_rhetoric/configs and spacy_rhetoric/assets (spacy_rhetoric.resources
+# finds them in either place). Only these files: assets/data/ is project data.
+DATA_DIRS = {"spacy_rhetoric.configs": "configs", "spacy_rhetoric.assets": "assets"}
+DATA_FILES = {"spacy_rhetoric.configs": ["*.cfg"], "spacy_rhetoric.assets": ["*.txt", "*.json"]}
 
 setup(
     name="spacy_rhetoric",
@@ -102,8 +109,9 @@ setup(
     description="spaCy components for the rhetorical structure of scientific papers",
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf8"),
     long_description_content_type="text/markdown",
-    packages=find_packages(exclude=["tests", "tests.*"]),
-    package_data={"spacy_rhetoric": ["assets/*.txt", "assets/*.json"], "spacy_rhetoric.configs": ["*.cfg"]},
+    packages=find_packages(exclude=["tests", "tests.*"]) + list(DATA_DIRS),
+    package_dir=DATA_DIRS,
+    package_data=DATA_FILES,
     include_package_data=True,
     python_requires=">=3.9",
     install_requires=INSTALL_REQUIRES,

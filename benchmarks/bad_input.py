@@ -213,7 +213,7 @@ def align_sentences(tmp: Path) -> Tuple[int, int]:
     """Sentences of abbrev.txt as align reads it and as convert text reads it."""
     import spacy
 
-    from spacy_rhetoric.alignment import read_paper as align_read
+    from spacy_rhetoric.apps.alignment import read_paper as align_read
     from spacy_rhetoric.readers.papers import read_paper
 
     nlp = spacy.load(tmp / "model")

@@ -11,10 +11,10 @@ Rows (scikit-learn LogisticRegression, default C = 1, lbfgs, on one feature set 
 - ``all``: everything above in one model.
 
 Datasets: CSAbstruct train -> dev (``../shared/data/csabstruct``), and PMC-Sents-FULL's public
-dev file split by article with ``spacy_rhetoric.splits.split_doc_ids`` (share 0.8, seed 0: the
+dev file split by article with ``spacy_rhetoric.readers.splits.split_doc_ids`` (share 0.8, seed 0: the
 ``spacy-rhetoric split`` of ``benchmarks/run_pmc.sh``) train -> test. PMC sentences of an article
 are in the released file's order (shuffled within the article by the dataset authors), so position
-and neighbour features carry little there. Scores: ``spacy_rhetoric.scorers.sentence_label_scores``
+and neighbour features carry little there. Scores: ``spacy_rhetoric.evaluation.scorers.sentence_label_scores``
 (F1-micro = accuracy, macro over the labels in gold or predictions), the definition of
 ``spacy train`` and ``spacy-rhetoric evaluate``. Nothing is tuned on the reported side.
 
@@ -49,7 +49,7 @@ def read_csabstruct(path: Path) -> Docs:
 
 
 def read_pmc_split(path: Path, *, share: float = 0.8, seed: int = 0) -> Tuple[Docs, Docs]:
-    from spacy_rhetoric.splits import split_doc_ids
+    from spacy_rhetoric.readers.splits import split_doc_ids
 
     articles: "OrderedDict[str, Tuple[List[str], List[str]]]" = OrderedDict()
     with open(path, encoding="utf8") as f:
@@ -109,7 +109,7 @@ def minilm_vectors(sents: List[str], cache: Path, name: str) -> numpy.ndarray:
         vecs = numpy.load(path)
         if vecs.shape[0] == len(sents):
             return vecs
-    from spacy_rhetoric.evaluation import raw_transformer_vectors
+    from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors
 
     vecs = raw_transformer_vectors(sents, "sentence-transformers/all-MiniLM-L6-v2", pooling="mean",
                                    progress=False)
@@ -124,7 +124,7 @@ def run_dataset(name: str, train: Docs, test: Docs, cache: Path, feature_sets: L
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    from spacy_rhetoric.scorers import sentence_label_scores
+    from spacy_rhetoric.evaluation.scorers import sentence_label_scores
 
     tr_s, tr_y, tr_len = flatten(train)
     te_s, te_y, te_len = flatten(test)

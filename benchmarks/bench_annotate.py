@@ -43,7 +43,7 @@ def main() -> int:
     if not Path(args.pipeline).is_dir():
         print(f"pipeline {args.pipeline} not found: run `make demo` first or pass --pipeline", file=sys.stderr)
         return 1
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import annotate_corpus
 
     corpus = Path(args.data) / "cl-scisumm" / "training-40-manual"
     work = Path(tempfile.mkdtemp(prefix="bench_annotate-"))

@@ -26,8 +26,8 @@ from spacy.training import Example
 from spacy.util import fix_random_seed
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.configs import config_path
 from spacy_rhetoric.readers.csabstruct import read_csabstruct
+from spacy_rhetoric.resources import config_path
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT.parent / "shared" / "data" / "csabstruct" / "train.jsonl"

@@ -7,7 +7,7 @@ Usage (from the repository root)::
 
 ``--model`` is the same spec as ``spacy-rhetoric evaluate``: ``raw-minilm``,
 ``raw:<hf name>`` or a trained pipeline directory (repeatable); the numbers
-come from ``spacy_rhetoric.model_evaluation.evaluate_model``, so the command and
+come from ``spacy_rhetoric.evaluation.models.evaluate_model``, so the command and
 this script cannot disagree.
 
 Datasets (``--datasets``, default both):
@@ -98,7 +98,7 @@ def pmc_split(path: Path, build, *, seed: int = 0, train_share: float = 0.8, lim
         articles.setdefault(pmc, ([], []))
         articles[pmc][0].append(sent)
         articles[pmc][1].append(label)
-    from spacy_rhetoric.splits import split_doc_ids  # the split of `spacy-rhetoric split`
+    from spacy_rhetoric.readers.splits import split_doc_ids  # the split of `spacy-rhetoric split`
 
     train_ids, test_ids = split_doc_ids(list(articles), share=train_share, seed=seed)
     if limit:
@@ -128,7 +128,7 @@ def main(argv=None):
     import torch
 
     import spacy_rhetoric  # noqa: F401
-    from spacy_rhetoric.model_evaluation import evaluate_model, resolve_model_spec
+    from spacy_rhetoric.evaluation.models import evaluate_model, resolve_model_spec
 
     torch.set_num_threads(args.threads)
     specs = [resolve_model_spec(m) for m in (args.model or ["raw-minilm"])]

@@ -7,8 +7,8 @@ boundaries and labels). ``--unit sentence`` encodes every labelled sentence
 as its own doc (as the PK-batch training sees them, via
 ``spacy_rhetoric.SentenceCorpus.v1``); ``--unit doc`` encodes whole
 documents (each sentence sees its neighbours through the transformer). Gold
-sentence boundaries are kept (``spacy_rhetoric.evaluation.sentence_vectors``)
-and the scores come from ``spacy_rhetoric.evaluation.retrieval_scores``
+sentence boundaries are kept (``spacy_rhetoric.evaluation.metrics.sentence_vectors``)
+and the scores come from ``spacy_rhetoric.evaluation.metrics.retrieval_scores``
 (leave-one-out, cosine on L2-normalised vectors).
 """
 import argparse
@@ -34,7 +34,7 @@ def main() -> None:
     import torch
     from spacy.tokens import DocBin
 
-    from spacy_rhetoric.evaluation import retrieval_scores, sentence_vectors
+    from spacy_rhetoric.evaluation.metrics import retrieval_scores, sentence_vectors
     from spacy_rhetoric.readers.common import labelled_sentence_docs
 
     torch.set_num_threads(args.threads)

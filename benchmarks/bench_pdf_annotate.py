@@ -23,7 +23,7 @@ import spacy
 from spacy.training import Example
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.annotate import annotate_corpus
+from spacy_rhetoric.apps.annotate import annotate_corpus
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.readers.papers import read_paper
 from spacy_rhetoric.util import load_parser

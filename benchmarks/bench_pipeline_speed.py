@@ -2,7 +2,7 @@
 
 Pipeline: ``tok2vec`` + ``parser`` sourced from ``en_core_web_sm``
 (``spacy_rhetoric.util.load_parser``) in front of the components of
-``spacy_rhetoric/configs/rhetoric_trf.cfg`` (one spacy-transformers ``transformer`` with the
+``configs/rhetoric_trf.cfg`` (one spacy-transformers ``transformer`` with the
 local MiniLM-L6 weights, ``rhetoric_function_classifier`` and
 ``rhetoric_sentence_encoder`` listening to it). The config's ``sentencizer``
 is removed, so the parser's sentence boundaries are the ones the classifier
@@ -13,7 +13,7 @@ CSAbstruct train abstracts (speed does not depend on training); with
 
 Speed: the CSAbstruct dev abstracts (sentences joined with a space, i.e.
 raw text) go through the pipeline; the sentences the *parser* produced are
-then encoded by ``spacy_rhetoric.evaluation.raw_transformer_vectors``
+then encoded by ``spacy_rhetoric.evaluation.metrics.raw_transformer_vectors``
 (AutoModel + attention-mask mean pooling, batched), so both sides see the
 same sentence texts. Same process, same ``torch.set_num_threads``, a
 warm-up pass on each side is excluded, repeats alternate the two sides.
@@ -30,10 +30,10 @@ Compare (``--compare``, issue 14): on the same CSAbstruct dev texts, in one
 process, repeats interleaved (the order of the sides rotates each repeat):
 ``nlp.pipe`` of the demo pipeline (``.demo/pipeline``: en_core_web_sm tok2vec +
 tagger + parser + lemmatizer, phrase labeler, tok2vec classifier and encoder),
-of the best-profile pipeline (``spacy_rhetoric.assemble`` of en_core_web_sm +
+of the best-profile pipeline (``spacy_rhetoric.apps.assemble`` of en_core_web_sm +
 phrase labeler + an untrained ``rhetoric_trf.cfg`` classifier and encoder
 sharing one MiniLM transformer), of en_core_web_sm alone, and
-sentence-transformers ``encode`` (``spacy_rhetoric.st_models``, same MiniLM
+sentence-transformers ``encode`` (``spacy_rhetoric.ml.st_models``, same MiniLM
 weights, model loaded once, outside the clock) of the sentences en_core_web_sm
 found. Then one component-wise pass per pipeline (each component's ``pipe``
 timed on the previous one's output) gives the parser's share, en_core_web_sm's
@@ -69,12 +69,12 @@ from spacy.training import Corpus  # noqa: E402
 from wasabi import msg  # noqa: E402
 
 import spacy_rhetoric  # noqa: F401,E402
-from spacy_rhetoric.evaluation import raw_transformer_vectors  # noqa: E402
+from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors  # noqa: E402
 from spacy_rhetoric.util import load_parser, resolve_hf_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "csabstruct"
-CONFIG = ROOT / "spacy_rhetoric" / "configs" / "rhetoric_trf.cfg"
+CONFIG = ROOT / "configs" / "rhetoric_trf.cfg"
 INIT_CORPUS = ROOT / "corpus" / "csabstruct_train.spacy"
 TRF_COMPONENTS = ["transformer", "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
 PARSER_EXCLUDE = ["tagger", "attribute_ruler", "lemmatizer", "ner", "senter"]
@@ -238,9 +238,9 @@ def init_examples(nlp, n: int) -> List:
 
 def best_pipeline(init_docs: int):
     """en_core_web_sm + phrase labeler + the untrained rhetoric_trf.cfg
-    classifier and encoder, through ``spacy_rhetoric.assemble`` (one shared
+    classifier and encoder, through ``spacy_rhetoric.apps.assemble`` (one shared
     transformer)."""
-    from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, assemble
+    from spacy_rhetoric.apps.assemble import CLASSIFIER, ENCODER, assemble
 
     config = spacy.util.load_config(CONFIG, interpolate=True)
     trf_nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
@@ -305,7 +305,7 @@ def partial_parse_labels(senter_nlp, parse_nlp, labeler, texts: List[str], batch
 
 def compare(threads: int, repeats: int, batch_size: int, st_batch_size: int, init_docs: int,
             limit: int, out: Path) -> None:
-    from spacy_rhetoric.st_models import encode, load_sentence_transformer
+    from spacy_rhetoric.ml.st_models import encode, load_sentence_transformer
 
     n_threads = set_threads(threads)
     report: Dict = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "command": " ".join(sys.argv),

@@ -1,4 +1,4 @@
-"""Time of P@1 + MAP@R: spacy_rhetoric.evaluation.retrieval_scores against
+"""Time of P@1 + MAP@R: spacy_rhetoric.evaluation.metrics.retrieval_scores against
 pytorch-metric-learning's AccuracyCalculator (same figures, checked in
 tests/test_evaluation.py) on random vectors, one thread each.
 
@@ -21,7 +21,7 @@ def main() -> None:
     import torch
     from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 
-    from spacy_rhetoric.evaluation import l2_normalize, retrieval_scores
+    from spacy_rhetoric.evaluation.metrics import l2_normalize, retrieval_scores
 
     torch.set_num_threads(1)
     rng = numpy.random.default_rng(0)

@@ -15,7 +15,7 @@ headings: FeRoSA has none) by:
 * ``rules + classifier`` -- ``tagger.tag_heading``: rules first, the
   classifier otherwise, "other" below ``--threshold`` (default as shipped).
 
-Scores: ``spacy_rhetoric.scorers.sentence_label_scores`` (accuracy =
+Scores: ``spacy_rhetoric.evaluation.scorers.sentence_label_scores`` (accuracy =
 F1-micro; per-category P/R/F1; macro F1 over the categories in gold or
 predictions).
 
@@ -50,9 +50,9 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     from spacy.vocab import Vocab
 
+    from spacy_rhetoric.evaluation.scorers import sentence_label_scores
     from spacy_rhetoric.pipeline.section_tagger import DEFAULT_SECTION_TAGGER, SectionTagger
     from spacy_rhetoric.readers.ferosa import read_ferosa_headings
-    from spacy_rhetoric.scorers import sentence_label_scores
     from spacy_rhetoric.section_headings import METHOD, parse_heading, split_headings, train_heading_classifier
 
     threshold = DEFAULT_SECTION_TAGGER["threshold"] if args.threshold is None else args.threshold

@@ -1,5 +1,5 @@
 """Section-aware function labels: the same network and training budget with
-and without the section input (spacy_rhetoric/configs/classifier_sections_cpu.cfg,
+and without the section input (configs/classifier_sections_cpu.cfg,
 ``use_sections`` true / false), trained on the multi-source corpus of
 ``spacy_rhetoric.readers.section_labels`` (CSAbstruct train + PMC-Sents-FULL
 train_fit + CL-SciSumm papers with weak labels from their tagged sections).
@@ -33,11 +33,11 @@ import spacy
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from spacy_rhetoric.configs import config_path
 from spacy_rhetoric.extensions import SECTION, get_span_value
 from spacy_rhetoric.ml.sections import BACK_MATTER, BODY_SECTIONS, sentence_sections
 from spacy_rhetoric.pipeline.function_classifier import score_function_classifier
 from spacy_rhetoric.readers.section_labels import SECTION_LABELS, copy_section_fields
+from spacy_rhetoric.resources import config_path
 
 RUNS = {"with": "true", "without": "false"}
 

@@ -1,6 +1,6 @@
 """SENT-MASK vs MiniLM initialisation of the shared transformer (issue 13).
 
-Fine-tunes ``spacy_rhetoric/configs/rhetoric_trf.cfg`` (classifier + encoder on
+Fine-tunes ``configs/rhetoric_trf.cfg`` (classifier + encoder on
 one shared transformer) twice with the same budget (``--steps`` updates of
 ``--batch-size`` docs, warm-up ``--warmup`` steps), once from
 all-MiniLM-L6-v2 and once from a SENT-MASK model directory
@@ -29,7 +29,7 @@ KEYS = ("rhetoric_f_micro", "rhetoric_f_macro", "encoder_p_at_1", "encoder_map_a
 
 def finetune(init: str, args, out: Path) -> float:
     cmd = [
-        sys.executable, "-m", "spacy", "train", str(REPO / "spacy_rhetoric/configs/rhetoric_trf.cfg"),
+        sys.executable, "-m", "spacy", "train", str(REPO / "configs/rhetoric_trf.cfg"),
         "--output", str(out), "--paths.train", args.train, "--paths.dev", args.eval,
         "--components.transformer.model.name.name", init,
         "--training.max_steps", str(args.steps), "--training.eval_frequency", str(args.steps),

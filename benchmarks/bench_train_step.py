@@ -2,7 +2,7 @@
 epochs for the same CPU time"): ``nlp.update`` vs a plain PyTorch loop over the
 same batches.
 
-spaCy side: ``spacy_rhetoric/configs/rhetoric_trf.cfg`` (MiniLM-L6 transformer,
+spaCy side: ``configs/rhetoric_trf.cfg`` (MiniLM-L6 transformer,
 context classifier and context encoder listening to it) built and initialized
 on the first ``--init-docs`` CSAbstruct train abstracts, the config's own
 optimizer (Adam, warmup-linear schedule, grad clip 1.0); one step =
@@ -50,8 +50,8 @@ from spacy.training import Example  # noqa: E402
 from wasabi import msg  # noqa: E402
 
 import spacy_rhetoric  # noqa: F401,E402
-from spacy_rhetoric.configs import config_path  # noqa: E402
 from spacy_rhetoric.readers.csabstruct import read_csabstruct  # noqa: E402
+from spacy_rhetoric.resources import config_path  # noqa: E402
 from spacy_rhetoric.util import resolve_hf_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """Does a pipeline get the obvious sentences of the packaged sample paper right?
 
-``spacy_rhetoric/assets/sample_paper.txt`` is what ``make demo`` shows when no
+``assets/sample_paper.txt`` is what ``make demo`` shows when no
 data directory is there, and what the README prints. OBVIOUS below lists the
 sentences a reader labels without hesitation, with that label in the coarse
 scheme (background / objective / method / result / other); sentences a reader
@@ -42,7 +42,7 @@ OBVIOUS = {
 
 
 def check(nlp, paper: Path) -> dict:
-    from spacy_rhetoric.demo import read_paper_doc
+    from spacy_rhetoric.apps.demo import read_paper_doc
 
     doc = nlp(read_paper_doc(nlp, paper))
     rows, found = [], set()
@@ -71,7 +71,7 @@ def main() -> None:
     args = p.parse_args()
     import spacy
 
-    from spacy_rhetoric.demo import sample_paper
+    from spacy_rhetoric.apps.demo import sample_paper
 
     nlp = spacy.load(args.pipeline)
     result = check(nlp, Path(args.paper) if args.paper else sample_paper())

@@ -16,7 +16,7 @@ For every loss x number of training labels x seed:
    ``--max-steps``; the best checkpoint is chosen on the seen-label
    validation MAP@R;
 4. encode the validation sentences and compute
-   ``spacy_rhetoric.evaluation.retrieval_scores`` (P@1, MAP@R) on the SEEN
+   ``spacy_rhetoric.evaluation.metrics.retrieval_scores`` (P@1, MAP@R) on the SEEN
    labels, the UNSEEN labels and ALL labels (a query's neighbours are searched
    within the evaluated subset).
 
@@ -26,7 +26,7 @@ seeds) and plotted to ``<out>/open_set.png``: P@1 and MAP@R against the number
 of training labels, one colour per loss, solid = unseen labels, dashed = all.
 
     python benchmarks/open_set.py --train corpus/distant/train.spacy --valid corpus/distant/valid.spacy \
-        --config spacy_rhetoric/configs/encoder_cpu.cfg --losses SoftmaxLoss,BatchAllTripletLoss,ArcFaceLoss,MultiSimilarityLoss,NTXentLoss \
+        --config configs/encoder_cpu.cfg --losses SoftmaxLoss,BatchAllTripletLoss,ArcFaceLoss,MultiSimilarityLoss,NTXentLoss \
         --label-counts 10,20,40 --seeds 0,1,2,3,4 --epochs 2 --out benchmarks/out/open_set
 
 A label count at or above the number of distant labels uses every label
@@ -137,7 +137,7 @@ def train_encoder(config: Path, train_path: Path, dev_path: Path, out_dir: Path,
 def subset_scores(vectors, labels: Sequence[str], keep: set) -> Optional[Dict[str, float]]:
     import numpy
 
-    from spacy_rhetoric.evaluation import retrieval_scores
+    from spacy_rhetoric.evaluation.metrics import retrieval_scores
 
     idx = [i for i, label in enumerate(labels) if label in keep]
     if len({labels[i] for i in idx}) < 1 or len(idx) < 2:
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", type=Path, default=Path("corpus/distant/train.spacy"))
     ap.add_argument("--valid", type=Path, default=Path("corpus/distant/valid.spacy"))
-    ap.add_argument("--config", type=Path, default=Path("spacy_rhetoric/configs/encoder_cpu.cfg"))
+    ap.add_argument("--config", type=Path, default=Path("configs/encoder_cpu.cfg"))
     ap.add_argument("--losses", default="SoftmaxLoss,BatchAllTripletLoss,ArcFaceLoss,MultiSimilarityLoss,NTXentLoss")
     ap.add_argument("--label-counts", default="10,20,40")
     ap.add_argument("--seeds", default="0,1,2,3,4")
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     import torch
 
     import spacy_rhetoric  # noqa: F401 - factories, readers, batchers, losses
-    from spacy_rhetoric.evaluation import raw_transformer_vectors, sentence_vectors
+    from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors, sentence_vectors
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Train an encoder config once per metric loss on CSAbstruct train (PK batches) and
 # score model-best on CSAbstruct dev with benchmarks/bench_encoder.py.
-#   [CONFIG=spacy_rhetoric/configs/encoder_trf.cfg] [UNIT=sentence|doc|both] [EVAL_EVERY=25] \
+#   [CONFIG=configs/encoder_trf.cfg] [UNIT=sentence|doc|both] [EVAL_EVERY=25] \
 #     bash benchmarks/run_encoder_losses.sh [TIME_LIMIT] [MAX_STEPS] [LOSSES...]
 # Models go to training/encoder_<loss>/ (training/encoder_cpu_<loss>/ for encoder_cpu.cfg).
 # Runs all losses in parallel (1 torch thread each, nice 10). Each training is bounded by
@@ -15,7 +15,7 @@ shift 2 2>/dev/null || shift $#
 LOSSES=${*:-"SoftmaxLoss BatchAllTripletLoss ArcFaceLoss MultiSimilarityLoss NTXentLoss"}
 TRAIN=${TRAIN:-corpus/csabstruct/train.spacy}
 DEV=${DEV:-corpus/csabstruct/dev.spacy}
-CONFIG=${CONFIG:-spacy_rhetoric/configs/encoder_trf.cfg}
+CONFIG=${CONFIG:-configs/encoder_trf.cfg}
 UNIT=${UNIT:-both}
 EVAL_EVERY=${EVAL_EVERY:-25}
 case "$CONFIG" in *encoder_cpu*) PREFIX=encoder_cpu_ ;; *) PREFIX=encoder_ ;; esac

@@ -19,7 +19,7 @@ weights on this data:
   gradient clipping at 1.0, ``--batch-size`` abstracts per step.
 
 After every epoch: dev F1-micro/macro of the argmax (sklearn), and retrieval
-(P@1, MAP@R with ``spacy_rhetoric.evaluation.retrieval_scores``, i.e. the
+(P@1, MAP@R with ``spacy_rhetoric.evaluation.metrics.retrieval_scores``, i.e. the
 project's protocol) on the input vectors of the softmax layer, which is what a
 context encoder trained with the softmax CE loss would store, and on the
 logits; ``nn_same_abstract`` = share of dev sentences whose nearest neighbour
@@ -39,8 +39,8 @@ import numpy
 import torch
 from sklearn.metrics import f1_score
 
-from spacy_rhetoric.evaluation import retrieval_scores
-from spacy_rhetoric.neighbours import cosine_neighbours
+from spacy_rhetoric.evaluation.metrics import retrieval_scores
+from spacy_rhetoric.evaluation.neighbours import cosine_neighbours
 from spacy_rhetoric.util import resolve_hf_model
 
 LABELS = ["background", "objective", "method", "result", "other"]

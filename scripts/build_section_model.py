@@ -1,5 +1,5 @@
 """Build the heading classifier shipped with ``rhetoric_section_tagger``
-(``spacy_rhetoric/assets/section_model.json``) from the FeRoSA heading list.
+(``assets/section_model.json``) from the FeRoSA heading list.
 
 Reproducible: the same TSV gives the same JSON (lbfgs logistic regression,
 no randomness). ``--test-fraction 0.2`` trains on the 80 % side of the
@@ -15,7 +15,8 @@ import typer
 from wasabi import msg
 
 from spacy_rhetoric.readers.ferosa import read_ferosa_headings
-from spacy_rhetoric.section_headings import MODEL_FILE, packaged_path, split_headings, train_heading_classifier
+from spacy_rhetoric.resources import asset_path
+from spacy_rhetoric.section_headings import MODEL_FILE, split_headings, train_heading_classifier
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TSV = Path(os.environ.get("SPACY_RHETORIC_DATA", REPO.parent / "shared" / "data")) / (
@@ -33,7 +34,7 @@ def main(
     if not headings.is_file():
         msg.fail(f"no heading file {headings}", exits=1)
     if output is None:
-        output = packaged_path(MODEL_FILE)
+        output = asset_path(MODEL_FILE)
     pairs, dropped = read_ferosa_headings(headings)
     source = headings.name
     if test_fraction > 0:

@@ -26,7 +26,6 @@ learned heading classifier and its training (used by
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -35,6 +34,7 @@ import srsly
 from spacy.tokens import Doc
 
 from .extensions import HEADING, SECTION, labelled_spans
+from .resources import asset_path
 
 # Categories, in the order of a paper. COSAEMB's five plus title, abstract
 # and other (back matter, junk, and headings the model is unsure about).
@@ -52,14 +52,8 @@ CATEGORIES = (TITLE, ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONC
 # section (plain text, PMC-Sents-FULL).
 UNKNOWN = "unknown"
 
-ASSETS = "assets"
 RULES_FILE = "section_rules.json"
 MODEL_FILE = "section_model.json"
-
-
-def packaged_path(filename: str) -> Path:
-    """Filesystem path of a file of ``spacy_rhetoric/assets`` (package data)."""
-    return Path(str(files("spacy_rhetoric") / ASSETS / filename))
 
 
 # --------------------------------------------------------------------------
@@ -183,7 +177,7 @@ class HeadingRules:
 
     @classmethod
     def packaged(cls) -> "HeadingRules":
-        return cls.from_file(packaged_path(RULES_FILE))
+        return cls.from_file(asset_path(RULES_FILE))
 
     def __add__(self, other: "HeadingRules") -> "HeadingRules":
         return HeadingRules(self.rules + other.rules)
@@ -315,7 +309,7 @@ class HeadingClassifier:
 
     @classmethod
     def packaged(cls) -> "HeadingClassifier":
-        return cls.from_disk(packaged_path(MODEL_FILE))
+        return cls.from_disk(asset_path(MODEL_FILE))
 
 
 def train_heading_classifier(pairs: Sequence[Tuple[str, str]], *, source: str = "",

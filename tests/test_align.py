@@ -1,4 +1,4 @@
-"""Functional alignment of two papers (spacy_rhetoric.alignment, ``spacy-rhetoric align``):
+"""Functional alignment of two papers (spacy_rhetoric.apps.alignment, ``spacy-rhetoric align``):
 nearest-neighbour search, paper formats (XML / .spacy / text), preset boundaries,
 a tiny trained encoder that aligns sentences by function, the CLI, errors."""
 import json
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric import extensions
-from spacy_rhetoric.alignment import (
+from spacy_rhetoric.apps.alignment import (
     AlignmentError,
     align_encoded,
     align_papers,

@@ -1,4 +1,4 @@
-"""``spacy-rhetoric annotate`` (spacy_rhetoric.annotate): one record per
+"""``spacy-rhetoric annotate`` (spacy_rhetoric.apps.annotate): one record per
 sentence of every paper format, preset sentence boundaries kept, offsets,
 resume after an interruption, n_process / Dask equal to one process, bad
 inputs and output paths."""
@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric import extensions as ext
-from spacy_rhetoric.annotate import RECORD_FIELDS, annotate_corpus
+from spacy_rhetoric.apps.annotate import RECORD_FIELDS, annotate_corpus
 from spacy_rhetoric.cli import _load_commands, app
 from spacy_rhetoric.corpus_builder import CorpusBuildError
 from spacy_rhetoric.io import PathError

@@ -1,4 +1,4 @@
-"""spacy_rhetoric.assemble and `spacy-rhetoric assemble`: parser + labeler +
+"""spacy_rhetoric.apps.assemble and `spacy-rhetoric assemble`: parser + labeler +
 coarse and fine classifiers + encoder, sourced components detached from the
 tok2vec / transformer they listened to, one writer per sentence field."""
 import pytest
@@ -8,7 +8,7 @@ from spacy.training import Example
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.assemble import (
+from spacy_rhetoric.apps.assemble import (
     CLASSIFIER,
     ENCODER,
     PHRASE_LABELER,

@@ -10,7 +10,7 @@ import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.ml import transformer as chunked
 from spacy_rhetoric.util import resolve_hf_model
 
-CONFIGS = Path(__file__).resolve().parent.parent / "spacy_rhetoric" / "configs"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 TEXT = " ".join(
     f"Sentence number {i} describes the {w} of our method on the benchmark data." for i, w in
     enumerate(["aim", "result", "sample", "gap", "design", "limits"] * 6)

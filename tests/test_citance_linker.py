@@ -663,7 +663,7 @@ def test_sentence_transformers_vectors_equal_plain_mean_pooling(tiny_encoder_dir
     from transformers import AutoModel, AutoTokenizer
 
     from spacy_rhetoric.citret.encoder import CitRetEncoder
-    from spacy_rhetoric.evaluation import raw_transformer_vectors
+    from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors
 
     sents = TOY_REFERENCE[:3] + ["Short.", "A much longer sentence " * 3]
     tok = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))

@@ -25,7 +25,7 @@ from spacy_rhetoric.corpus_builder import (
 from spacy_rhetoric.corpus_builder.settings import import_code
 from spacy_rhetoric.jobs import JobError, import_distributed
 from spacy_rhetoric.pipeline.single_sentence import sentence_doc
-from spacy_rhetoric.splits import split_doc_ids
+from spacy_rhetoric.readers.splits import split_doc_ids
 
 PHRASES = [
     ("Showing the aim of the paper", "in this paper we propose a new method"),

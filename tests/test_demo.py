@@ -11,8 +11,8 @@ import spacy
 from helpers import cli_text
 from test_mulms import RECORD as MULMS_RECORD
 
-from spacy_rhetoric import demo
-from spacy_rhetoric.configs import config_names, config_path
+from spacy_rhetoric.apps import demo
+from spacy_rhetoric.resources import config_names, config_path
 
 SENTENCES = {
     "background": ["Parsing is a core task in language processing.",
@@ -92,7 +92,7 @@ def test_trained_models_are_reused(tiny_models, capsys):
 
 @pytest.mark.slow  # trains (tiny_models)
 def test_annotate(tiny_models, capsys, tmp_path):
-    from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, assemble
+    from spacy_rhetoric.apps.assemble import CLASSIFIER, ENCODER, assemble
 
     _, _, classifier, encoder = tiny_models
     nlp, _ = assemble("en_core_web_sm", [(classifier, CLASSIFIER), (encoder, ENCODER)],

@@ -26,10 +26,10 @@ from thinc.api import NumpyOps, set_current_ops
 from thinc.layers.with_cpu import forward as thinc_with_cpu_forward
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.configs import config_names, config_path
 from spacy_rhetoric.extensions import HEADING, set_span_values
 from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
+from spacy_rhetoric.resources import config_names, config_path
 
 CONFIGS = config_names()
 # Layers that run only on numpy arrays: thinc's SparseLinear (Cython forward on
@@ -347,7 +347,7 @@ def test_sentence_transformer_follows_the_device_setting(monkeypatch):
     import sentence_transformers
     from sentence_transformers.sentence_transformer import modules
 
-    from spacy_rhetoric import st_models
+    from spacy_rhetoric.ml import st_models
 
     class Fake:
         def __init__(self, *args, **kwargs):

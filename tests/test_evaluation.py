@@ -8,7 +8,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from spacy_rhetoric import extensions
-from spacy_rhetoric.evaluation import (
+from spacy_rhetoric.evaluation.metrics import (
     classifier_scores,
     clustering_scores,
     downstream_classifiers,
@@ -428,7 +428,7 @@ def test_parser_keeps_gold_boundaries():
 def test_label_mismatch_and_label_field_check():
     from spacy.training import Example
 
-    from spacy_rhetoric.evaluation import check_label_field, classifier_label_sets, label_mismatch
+    from spacy_rhetoric.evaluation.metrics import check_label_field, classifier_label_sets, label_mismatch
     from spacy_rhetoric.readers.common import doc_from_sentences
 
     gold = ["method", "methods", "results", "methods"]
@@ -455,7 +455,7 @@ def test_gold_docs_reach_the_pipeline_with_headings_and_sections_but_no_labels()
     """evaluate scores a section-aware classifier as it runs on papers: the
     fresh copies carry the reader's headings, sections and title, never labels."""
     from spacy_rhetoric import extensions as ext
-    from spacy_rhetoric.evaluation import annotate_gold_docs
+    from spacy_rhetoric.evaluation.metrics import annotate_gold_docs
     from spacy_rhetoric.readers.common import doc_from_sentences
 
     nlp = spacy.blank("en")

@@ -9,9 +9,9 @@ import spacy
 from helpers import entry_point_names, save_tiny_bert
 from spacy.tokens import DocBin
 
-from spacy_rhetoric.configs import config_path
 from spacy_rhetoric.extensions import set_sent_labels
 from spacy_rhetoric.ml.transformer import make_initialize_frozen
+from spacy_rhetoric.resources import config_path
 
 SENTS = [
     ("Parsing is hard for languages with little data.", "background"),
@@ -96,7 +96,7 @@ def test_assemble_keeps_a_nested_transformer_listener(trained):
     which spaCy's replace_listeners cannot copy in: assemble sources the
     transformer as a component of its own and gives the classifier its own
     copy of the tok2vec (the "parser" here has a tok2vec of its own)."""
-    from spacy_rhetoric.assemble import assemble
+    from spacy_rhetoric.apps.assemble import assemble
 
     path, bert = trained
 

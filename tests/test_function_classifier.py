@@ -364,7 +364,7 @@ def test_registered_scorer_and_evaluate_give_the_same_numbers():
     """`spacy train` (the registered scorer) and `spacy-rhetoric evaluate`
     (evaluation.classifier_scores) score the same predictions alike: one
     definition (scorers.sentence_label_scores), missing prediction = wrong."""
-    from spacy_rhetoric.evaluation import evaluate_classifier
+    from spacy_rhetoric.evaluation.metrics import evaluate_classifier
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")

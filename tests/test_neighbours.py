@@ -1,9 +1,9 @@
-"""The one cosine k-NN search (spacy_rhetoric.neighbours), used by the
+"""The one cosine k-NN search (spacy_rhetoric.evaluation.neighbours), used by the
 retrieval metrics and by functional alignment."""
 import numpy
 import pytest
 
-from spacy_rhetoric.neighbours import cosine_neighbours, l2_normalize
+from spacy_rhetoric.evaluation.neighbours import cosine_neighbours, l2_normalize
 
 
 def test_cross_search_matches_brute_force_cosine():

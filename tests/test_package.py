@@ -89,18 +89,38 @@ def build_tiny_pipeline():
 
 
 @pytest.fixture(scope="module")
-def rhetoric_wheel_file(tmp_path_factory):
-    """A wheel of spacy_rhetoric built from a copy of this checkout's sources
-    (so no build/ directory lands in the checkout)."""
-    tmp = tmp_path_factory.mktemp("wheel")
+def rhetoric_sdist_file(tmp_path_factory):
+    """An sdist of spacy_rhetoric built from a copy of this checkout's sources
+    (so no build/ directory lands in the checkout): the package, setup files
+    and the top-level configs/ and assets/ (without assets/data/, the
+    project's datasets, which a checkout may hold and which must not ship)."""
+    tmp = tmp_path_factory.mktemp("sdist")
     src = tmp / "src"
     src.mkdir()
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
-    shutil.copytree(REPO / "spacy_rhetoric", src / "spacy_rhetoric",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    shutil.copytree(REPO / "spacy_rhetoric", src / "spacy_rhetoric", ignore=ignore)
+    shutil.copytree(REPO / "configs", src / "configs", ignore=ignore)
+    shutil.copytree(REPO / "assets", src / "assets", ignore=shutil.ignore_patterns("data", "__pycache__"))
+    # a stand-in for the project data a real checkout has under assets/data/
+    (src / "assets" / "data" / "corpus").mkdir(parents=True)
+    (src / "assets" / "data" / "corpus" / "dev.json").write_text("{}", encoding="utf8")
+    (src / "assets" / "data" / "notes.txt").write_text("data", encoding="utf8")
+    run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check",
+         "--outdir", str(tmp / "dist"), str(src)], env=ENV, cwd=tmp)
+    sdists = list((tmp / "dist").glob("spacy_rhetoric-*.tar.gz"))
+    assert len(sdists) == 1, list((tmp / "dist").iterdir())
+    return sdists[0]
+
+
+@pytest.fixture(scope="module")
+def rhetoric_wheel_file(tmp_path_factory, rhetoric_sdist_file):
+    """A wheel of spacy_rhetoric built from the sdist (what pip does with an
+    sdist from an index), so the sdist must hold everything the wheel ships."""
+    tmp = tmp_path_factory.mktemp("wheel")
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(tmp / "wheels"), str(src)], env=ENV, cwd=tmp)
+         "-w", str(tmp / "wheels"), str(rhetoric_sdist_file)], env=ENV, cwd=tmp)
     wheels = list((tmp / "wheels").glob("spacy_rhetoric-*.whl"))
     assert len(wheels) == 1, list((tmp / "wheels").iterdir())
     return wheels[0]
@@ -200,13 +220,70 @@ def write_demo_data(root):
     return root
 
 
-def test_wheel_ships_configs_and_sample_paper(rhetoric_wheel_file):
+CONFIG_NAMES = sorted(p.stem for p in (REPO / "configs").glob("*.cfg"))
+ASSET_NAMES = sorted(p.name for p in (REPO / "assets").iterdir() if p.suffix in (".json", ".txt"))
+
+
+def test_configs_and_assets_live_at_the_top_of_the_checkout():
+    """One copy in git: configs/ and assets/ beside project.yml, none in the package folder."""
+    assert {"classifier_cpu", "encoder_cpu", "fine_classifier_cpu", "rhetoric_trf"} <= set(CONFIG_NAMES)
+    assert {"sample_paper.txt", "section_rules.json", "section_model.json"} <= set(ASSET_NAMES)
+    assert not list((REPO / "spacy_rhetoric").glob("configs/*.cfg"))
+    assert not list((REPO / "spacy_rhetoric").glob("assets/*.json"))
+
+
+def test_sdist_holds_configs_and_assets(rhetoric_sdist_file):
+    import tarfile
+
+    with tarfile.open(rhetoric_sdist_file) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert {f"configs/{name}.cfg" for name in CONFIG_NAMES} <= names
+    assert {f"assets/{name}" for name in ASSET_NAMES} <= names
+    assert not [name for name in names if name.startswith("assets/data")], sorted(names)
+
+
+def test_wheel_ships_configs_and_assets(rhetoric_wheel_file):
     names = set(zipfile.ZipFile(rhetoric_wheel_file).namelist())
-    for name in ("classifier_cpu", "encoder_cpu", "fine_classifier_cpu", "rhetoric_trf"):
-        assert f"spacy_rhetoric/configs/{name}.cfg" in names
-    assert "spacy_rhetoric/configs/__init__.py" in names
-    assert "spacy_rhetoric/assets/sample_paper.txt" in names
-    assert "spacy_rhetoric/assemble.py" in names and "spacy_rhetoric/cli/demo.py" in names
+    shipped_configs = {n[len("spacy_rhetoric/configs/"):] for n in names if n.startswith("spacy_rhetoric/configs/")}
+    shipped_assets = {n[len("spacy_rhetoric/assets/"):] for n in names if n.startswith("spacy_rhetoric/assets/")}
+    assert shipped_configs == {f"{name}.cfg" for name in CONFIG_NAMES}
+    assert shipped_assets == set(ASSET_NAMES)  # and nothing of assets/data
+    assert not [n for n in names if n.startswith(("configs/", "assets/"))]  # no top-level folders in site-packages
+    assert "spacy_rhetoric/resources.py" in names
+    assert "spacy_rhetoric/apps/assemble.py" in names and "spacy_rhetoric/cli/demo.py" in names
+
+
+RESOURCES_CHILD = r"""
+import json, sys
+import spacy_rhetoric
+from spacy_rhetoric.resources import asset_path, config_names, config_path
+from spacy_rhetoric.section_headings import HeadingClassifier, HeadingRules
+rules = HeadingRules.packaged()
+print(json.dumps({"spacy_rhetoric_file": spacy_rhetoric.__file__, "configs": config_names(),
+                  "classifier_cpu": str(config_path("classifier_cpu")),
+                  "sample_paper": str(asset_path("sample_paper.txt")),
+                  "heading_classes": HeadingClassifier.packaged().classes,
+                  "n_rules": len(rules), "introduction": rules.match("introduction").category}))
+"""
+
+
+def test_installed_wheel_finds_its_configs_and_assets(tmp_path, rhetoric_wheel_file):
+    """The wheel installed into a scratch folder, imported without the
+    checkout on the path (python -S): configs and assets come from inside
+    the installed package."""
+    scratch = tmp_path / "scratch"
+    run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(scratch),
+         str(rhetoric_wheel_file)], env=ENV, cwd=tmp_path)
+    site_packages = sysconfig.get_paths()["purelib"]
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(scratch), site_packages]), PYTHONNOUSERSITE="1")
+    out = run([sys.executable, "-S", "-c", RESOURCES_CHILD], env=env, cwd=tmp_path)
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    package = scratch.resolve() / "spacy_rhetoric"
+    assert Path(info["spacy_rhetoric_file"]).resolve() == package / "__init__.py", info
+    assert info["configs"] == CONFIG_NAMES
+    assert Path(info["classifier_cpu"]) == package / "configs" / "classifier_cpu.cfg"
+    assert Path(info["sample_paper"]) == package / "assets" / "sample_paper.txt"
+    assert "method" in info["heading_classes"] and info["n_rules"] > 5 and info["introduction"] == "introduction", info
 
 
 @pytest.mark.slow

@@ -349,7 +349,7 @@ def test_text_reader(tmp_path, nlp):
 
 
 def test_text_sample_paper(nlp):
-    path = Path(__file__).resolve().parent.parent / "spacy_rhetoric" / "assets" / "sample_paper.txt"
+    path = Path(__file__).resolve().parent.parent / "assets" / "sample_paper.txt"
     doc = read_paper(path, nlp)
     assert _heading_sequence(doc) == ["abstract", "1 introduction", "3 method", "4 results", "5 conclusion"]
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 from helpers import save_tiny_bert
 
-from spacy_rhetoric.evaluation import same_group_recall
-from spacy_rhetoric.neighbours import cosine_neighbours, nearest_neighbours
+from spacy_rhetoric.evaluation.metrics import same_group_recall
+from spacy_rhetoric.evaluation.neighbours import cosine_neighbours, nearest_neighbours
 from spacy_rhetoric.pretrain.cosaemb import SECTION_TOKENS, add_section_tokens, clscisumm_corpus
 from spacy_rhetoric.pretrain.paragraph_retrieval import (
     encode_chunks,

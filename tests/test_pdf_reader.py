@@ -248,8 +248,8 @@ def test_annotate_and_demo_read_pdfs(tiny_pdf, small_pipeline, tmp_path, capsys)
     the demo's printer."""
     import json
 
-    from spacy_rhetoric import demo
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps import demo
+    from spacy_rhetoric.apps.annotate import annotate_corpus
 
     folder = tmp_path / "papers"
     folder.mkdir()

@@ -9,8 +9,8 @@ from spacy.vocab import Vocab
 
 import spacy_rhetoric  # noqa: F401  (installs the extensions)
 from spacy_rhetoric.extensions import set_sent_labels
-from spacy_rhetoric.phrase_table import build_ngram_table, split_placeholders
 from spacy_rhetoric.pipeline.phrase_labeler import PhraseLabeler, score_phrase_labels
+from spacy_rhetoric.pipeline.phrase_table import build_ngram_table, split_placeholders
 from spacy_rhetoric.readers.phrases import PhraseFormatError, read_phrases
 
 AIM = "In this paper, we propose a novel method for parsing."  # root: propose (5)

@@ -13,12 +13,12 @@ import pytest
 import spacy
 from weasel.util import load_project_config
 
-from spacy_rhetoric.assemble import CLASSIFIER, ENCODER, SECTION_TAGGER, assemble, save_pipeline
+from spacy_rhetoric.apps.assemble import CLASSIFIER, ENCODER, SECTION_TAGGER, assemble, save_pipeline
 from spacy_rhetoric.cli import COMMAND_MODULES, _load_commands, app
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIGS = ROOT / "spacy_rhetoric" / "configs"
-CONFIG_RE = re.compile(r"spacy_rhetoric/configs/([\w.-]+)\.cfg")
+CONFIGS = ROOT / "configs"
+CONFIG_RE = re.compile(r"configs/([\w.-]+)\.cfg")
 PROFILE_CONFIGS = {
     "all": {"rhetoric_trf", "classifier_fullpaper_cpu", "fine_classifier_cpu"},
     "all-fast": {"classifier_cpu", "classifier_fullpaper_cpu", "encoder_cpu", "fine_classifier_cpu"},

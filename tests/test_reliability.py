@@ -89,7 +89,7 @@ def test_atomic_writers_never_replace_a_special_file(tmp_path):
 
 
 def test_outputs_inside_a_pipeline_are_refused(model_dir, tmp_path):
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import annotate_corpus
 
     before = {p: p.read_bytes() for p in model_dir.rglob("*") if p.is_file()}
     paper = tmp_path / "p.txt"
@@ -127,7 +127,7 @@ def test_outputs_inside_a_pipeline_are_refused(model_dir, tmp_path):
 def test_same_named_papers_keep_apart(model_dir, tmp_path):
     import srsly
 
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import annotate_corpus
     from spacy_rhetoric.search import RhetoricIndex, build_index
 
     src = tmp_path / "same"
@@ -163,7 +163,7 @@ def test_same_named_papers_keep_apart(model_dir, tmp_path):
 
 
 def test_long_paper_is_read_and_annotated_with_the_others(model_dir, tmp_path, monkeypatch):
-    from spacy_rhetoric import annotate
+    from spacy_rhetoric.apps import annotate
     from spacy_rhetoric.readers.label_inputs import read_input
     from spacy_rhetoric.readers.papers import read_papers
 
@@ -277,7 +277,7 @@ def test_link_refuses_unusable_inputs(tmp_path, side, content, seen):
 def test_n_process_bounded_by_cpus_and_inputs(model_dir, tmp_path, monkeypatch, capsys):
     from spacy.language import Language
 
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import annotate_corpus
     from spacy_rhetoric.jobs import bounded_processes
 
     asked = []
@@ -365,7 +365,7 @@ def test_pickled_loss_file_and_oversized_vectors_header(model_dir, tmp_path):
 
 
 def test_align_splits_plain_text_as_convert_does(model_dir, tmp_path):
-    from spacy_rhetoric.alignment import read_paper as align_read
+    from spacy_rhetoric.apps.alignment import read_paper as align_read
     from spacy_rhetoric.readers.papers import read_paper
 
     text = tmp_path / "p.txt"
@@ -378,7 +378,7 @@ def test_align_splits_plain_text_as_convert_does(model_dir, tmp_path):
 
 
 def test_writers_never_replace_files_they_did_not_write(model_dir, tmp_path):
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import annotate_corpus
     from spacy_rhetoric.corpus_builder import CorpusBuildError
 
     paper = tmp_path / "p.txt"
@@ -407,7 +407,7 @@ def test_writers_never_replace_files_they_did_not_write(model_dir, tmp_path):
 
 
 def test_failed_annotate_leaves_no_folder(model_dir, tmp_path):
-    from spacy_rhetoric.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import annotate_corpus
     from spacy_rhetoric.corpus_builder import CorpusBuildError
 
     bad = tmp_path / "bad.txt"

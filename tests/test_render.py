@@ -1,4 +1,4 @@
-"""HTML views (spacy_rhetoric.render, ``spacy-rhetoric render`` / ``map``): the page
+"""HTML views (spacy_rhetoric.apps.render, ``spacy-rhetoric render`` / ``map``): the page
 is self-contained, every sentence is an element with its label and scores, the
 legend counts labels; the page loads in headless chromium (DOM checked);
 alignment links; bad input is refused with a clear error."""
@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric import extensions as ext
-from spacy_rhetoric.alignment import align_encoded, encode_paper
+from spacy_rhetoric.apps.alignment import align_encoded, encode_paper
+from spacy_rhetoric.apps.render import render_alignment, render_paper, sentence_records
 from spacy_rhetoric.cli import _load_commands, app
 from spacy_rhetoric.readers.common import doc_from_sentences, sentence_splitters
-from spacy_rhetoric.render import render_alignment, render_paper, sentence_records
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]

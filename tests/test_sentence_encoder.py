@@ -336,7 +336,7 @@ def test_transformer_config_trains_and_round_trips(tmp_path):
     import torch
 
     torch.set_num_threads(1)
-    cfg_path = Path(__file__).resolve().parent.parent / "spacy_rhetoric" / "configs" / "encoder_trf.cfg"
+    cfg_path = Path(__file__).resolve().parent.parent / "configs" / "encoder_trf.cfg"
     corpus = tmp_path / "tiny.spacy"
     blank = spacy.blank("en")
     DocBin(store_user_data=True, docs=[e.reference for e in make_examples(blank, ABSTRACTS[:2])]).to_disk(corpus)
@@ -370,7 +370,7 @@ def test_shared_transformer_config_runs_transformer_once(tmp_path):
     import torch
 
     torch.set_num_threads(1)
-    cfg_path = Path(__file__).resolve().parent.parent / "spacy_rhetoric" / "configs" / "rhetoric_trf.cfg"
+    cfg_path = Path(__file__).resolve().parent.parent / "configs" / "rhetoric_trf.cfg"
     corpus = tmp_path / "tiny.spacy"
     blank = spacy.blank("en")
     DocBin(store_user_data=True, docs=[e.reference for e in make_examples(blank)]).to_disk(corpus)

@@ -186,9 +186,9 @@ def test_sentmask_model_initialises_shared_transformer(tmp_path, tiny_model_dir)
     from spacy import util
     from spacy.training import Example
 
-    from spacy_rhetoric.configs import config_path
     from spacy_rhetoric.extensions import set_sent_labels
     from spacy_rhetoric.pretrain.sentmask import train_sentmask
+    from spacy_rhetoric.resources import config_path
 
     settings = SentMaskSettings(model=str(tiny_model_dir), window_sents=4, targets_per_window=2,
                                 n_negatives=1, max_sentence_tokens=8, max_steps=1, log_every=1)
@@ -258,8 +258,8 @@ def test_train_sentmask_resumes_from_checkpoint(tmp_path, tiny_model_dir, monkey
     with the weights of an uninterrupted run (batches, MLM masks and dropout replayed)."""
     from safetensors.torch import load_file
 
+    from spacy_rhetoric.ml.training_loop import CheckpointError
     from spacy_rhetoric.pretrain import sentmask
-    from spacy_rhetoric.training_loop import CheckpointError
 
     settings = SentMaskSettings(model=str(tiny_model_dir), window_sents=4, targets_per_window=2,
                                 n_negatives=2, max_sentence_tokens=8, windows_per_step=2, epochs=2,

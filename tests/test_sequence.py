@@ -185,7 +185,7 @@ def test_viterbi_scores_are_the_path():
 
 @pytest.mark.parametrize("name", ["classifier_seq_cpu", "classifier_seq_trf"])
 def test_packaged_configs(name):
-    from spacy_rhetoric.configs import config_path
+    from spacy_rhetoric.resources import config_path
 
     config = spacy.util.load_config(config_path(name))
     model = config["components"]["rhetoric_function_classifier"]["model"]

@@ -10,7 +10,7 @@ import spacy_rhetoric.cli.split  # noqa: F401  registers the command
 from spacy_rhetoric.cli import app
 from spacy_rhetoric.extensions import DOC_ID, get_doc_value
 from spacy_rhetoric.readers.common import doc_from_sentences
-from spacy_rhetoric.splits import split_doc_ids
+from spacy_rhetoric.readers.splits import split_doc_ids
 
 
 def test_split_doc_ids_is_disjoint_seeded_and_sized():
@@ -100,7 +100,7 @@ def test_split_outputs_are_written_atomically(tmp_path, monkeypatch):
     untouched and no temporary file behind."""
     import pytest
 
-    from spacy_rhetoric.splits import split_docbin
+    from spacy_rhetoric.readers.splits import split_docbin
 
     write_corpus(tmp_path / "in.spacy", ["A", "B", "C", "D", "E"])
     (tmp_path / "te.spacy").write_bytes(b"x\x9cearlier")  # a DocBin starts as zlib data

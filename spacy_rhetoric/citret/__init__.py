@@ -6,7 +6,7 @@ One concern per module:
   characters removed) and the shared n-grams of a pair;
 - ``pairs``: the fine-tuning pairs built per citance (1.0 / 0.3 / 0.0);
 - ``encoder``: ``CitRetEncoder``, a sentence-transformers model with mean
-  pooling (``spacy_rhetoric.st_models``), its fine-tuning with
+  pooling (``spacy_rhetoric.ml.st_models``), its fine-tuning with
   sentence-transformers' ``CosineSimilarityLoss`` and resumable checkpoints;
 - ``denoise``: piecewise common component removal (the paper's Eq. in §3.1.3);
 - ``wmd``: Word2Vec training on reference papers, word2vec-format vector

@@ -1,5 +1,5 @@
 """Sentence encoder of CitRet (§3.1.1): a sentence-transformers model
-(transformer + mean pooling, built by ``spacy_rhetoric.st_models``),
+(transformer + mean pooling, built by ``spacy_rhetoric.ml.st_models``),
 fine-tuned with sentence-transformers' ``CosineSimilarityLoss`` (MSE between
 cos(a, b) and the pair's score).
 
@@ -10,7 +10,7 @@ a step budget are arguments so that a run can be bounded. The
 sentence-transformers trainer is not used: it needs ``datasets`` and
 ``accelerate``, whose current releases require a ``huggingface_hub`` that the
 pinned transformers 4.53.2 does not accept. The loop below is the trainer's
-minimum, shared with the pre-training loops (``spacy_rhetoric.training_loop``):
+minimum, shared with the pre-training loops (``spacy_rhetoric.ml.training_loop``):
 seeded batches, the loss, the optimizer and schedule, and checkpoints
 (state dicts read back with ``torch.load(weights_only=True)``, step in JSON)
 every ``checkpoint_every`` steps; a run resumes from the last one: batches
@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy
 
 from ..io import atomic_write_json
-from ..st_models import encode, load_sentence_transformer
+from ..ml.st_models import encode, load_sentence_transformer
 
 Pair = Tuple[str, str, float]
 META = "encoder.json"
@@ -121,7 +121,7 @@ def finetune(
     from sentence_transformers.util import batch_to_device
     from transformers import get_linear_schedule_with_warmup
 
-    from ..training_loop import train_loop
+    from ..ml.training_loop import train_loop
 
     pairs = list(pairs)
     if not pairs:

@@ -1,6 +1,6 @@
 """``spacy-rhetoric align A B``: for each sentence of paper A, the most
 functionally similar sentence of paper B, with its cosine score (paper
-appendix D). Logic in :mod:`spacy_rhetoric.alignment`.
+appendix D). Logic in :mod:`spacy_rhetoric.apps.alignment`.
 
     spacy-rhetoric align A.xml B.xml --model packages/... [-k 1] [--output pairs.jsonl]
 
@@ -45,7 +45,7 @@ def align_cli(
 
     import spacy_rhetoric  # noqa: F401 - extensions and factories
 
-    from ..alignment import align_encoded, alignment_summary, check_pipeline, encode_paper
+    from ..apps.alignment import align_encoded, alignment_summary, check_pipeline, encode_paper
     from ..io import atomic_write_lines, check_input, check_outputs, prepare_outputs
 
     with guard("align"):
@@ -81,8 +81,8 @@ def align_cli(
                                     for al in alignments])
         msg.good(f"{len(alignments)} pairs written to {output}")
     if html_output is not None:
+        from ..apps.render import render_alignment
         from ..io import atomic_write_text
-        from ..render import render_alignment
 
         atomic_write_text(html_output, render_alignment(a, b, alignments))
         msg.good(f"side-by-side page written to {html_output}")

@@ -1,8 +1,8 @@
 """``spacy-rhetoric annotate``: run a trained pipeline over papers and write
 one JSONL record per sentence (and/or the annotated Docs).
 
-A thin wrapper around :func:`spacy_rhetoric.annotate.annotate_corpus` (see
-:mod:`spacy_rhetoric.annotate`: formats, records, sentence boundaries, resume,
+A thin wrapper around :func:`spacy_rhetoric.apps.annotate.annotate_corpus` (see
+:mod:`spacy_rhetoric.apps.annotate`: formats, records, sentence boundaries, resume,
 Dask)."""
 from pathlib import Path
 from typing import List, Optional
@@ -15,7 +15,7 @@ from .common import guard, non_negative_int, nothing_done, positive_int, report_
 
 
 def _check_format(value: str) -> str:
-    from ..annotate import ANNOTATE_FORMATS
+    from ..apps.annotate import ANNOTATE_FORMATS
 
     if value not in ANNOTATE_FORMATS:
         raise typer.BadParameter(f"unknown format {value!r}; choose from: {', '.join(ANNOTATE_FORMATS)}")
@@ -48,7 +48,7 @@ def annotate_command(
 ) -> None:
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
-    from ..annotate import annotate_corpus
+    from ..apps.annotate import annotate_corpus
 
     with guard("annotate"):
         summary = annotate_corpus(

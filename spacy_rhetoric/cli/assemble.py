@@ -1,5 +1,5 @@
 """``spacy-rhetoric assemble``: one pipeline from the parser, the phrase
-labeler and trained classifiers / encoder (``spacy_rhetoric.assemble``, whose
+labeler and trained classifiers / encoder (``spacy_rhetoric.apps.assemble``, whose
 docstring describes the result), written to OUTPUT.
 
     spacy-rhetoric assemble training/full/pipeline --phrases assets/data/iwatsuki2021-fe-database-cl \\
@@ -33,7 +33,7 @@ def assemble_cli(
     version: str = typer.Option("0.0.1", "--version", help="meta.json version"),
 ) -> None:
     """Parser + phrase labeler + trained classifiers and encoder -> one pipeline."""
-    from ..assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
+    from ..apps.assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
     from ..io import check_input
 
     components = [(path, factory) for path, factory in

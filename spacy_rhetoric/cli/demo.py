@@ -1,6 +1,6 @@
 """``spacy-rhetoric demo`` (what ``make demo`` runs): train a small pipeline
 (section-aware function classifier, encoder, phrase labeler, section tagger)
-and annotate a paper section by section (``spacy_rhetoric.demo``, whose
+and annotate a paper section by section (``spacy_rhetoric.apps.demo``, whose
 docstring describes the steps). Works from any directory and from an installed wheel; data from
 ``$SPACY_RHETORIC_DATA`` or ``../shared/data``."""
 from pathlib import Path
@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..demo import DEFAULT_CLASSIFIER_STEPS, DEFAULT_ENCODER_STEPS
+from ..apps.demo import DEFAULT_CLASSIFIER_STEPS, DEFAULT_ENCODER_STEPS
 from . import app
 from .common import guard, nothing_done, positive_int
 
@@ -27,7 +27,7 @@ def demo_cli(
     parser: str = typer.Option("en_core_web_sm", "--parser", help="Parser pipeline (name or path)"),
 ) -> None:
     """Train a small CPU pipeline and annotate a paper with it, section by section."""
-    from .. import demo
+    from ..apps import demo
 
     with guard("demo"):
         counts = demo.run(paper, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps,

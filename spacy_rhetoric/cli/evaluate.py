@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import typer
 from wasabi import msg
 
-from ..model_evaluation import (  # noqa: F401 - re-exported (the library side is model_evaluation.py)
+from ..evaluation.models import (  # noqa: F401 - re-exported (the library side is evaluation/models.py)
     BASELINE_ALIASES,
     RAW_PREFIX,
     ROWS,
@@ -73,7 +73,7 @@ def evaluate_cli(
     classifier's F1 when the pipeline has one, and an optional t-SNE plot."""
     from spacy.vocab import Vocab
 
-    from .. import evaluation
+    from ..evaluation import metrics as evaluation
     from ..io import atomic_write_json, check_outputs, prepare_outputs
     from ..readers.common import labelled_sentence_docs
 

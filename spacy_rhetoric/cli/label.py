@@ -17,8 +17,8 @@ from .common import fail, guard, non_negative_int, nothing_done, positive_int, r
 def default_phrases() -> Path:
     """The Iwatsuki CL phrase database of the data directory
     (``$SPACY_RHETORIC_DATA``, or ``../shared/data`` next to the repository:
-    ``spacy_rhetoric.demo.data_dir``), whatever the current directory."""
-    from ..demo import PHRASES_DIR, data_dir
+    ``spacy_rhetoric.apps.demo.data_dir``), whatever the current directory."""
+    from ..apps.demo import PHRASES_DIR, data_dir
 
     return data_dir().absolute() / PHRASES_DIR
 

@@ -1,5 +1,5 @@
 """``spacy-rhetoric map CORPUS... -o map.png [--model PIPELINE]``: a 2-d t-SNE
-(scikit-learn, ``evaluation.tsne_plot``) of sentence vectors coloured by
+(scikit-learn, ``evaluation.metrics.tsne_plot``) of sentence vectors coloured by
 function label.
 
 CORPUS: an index written by ``spacy-rhetoric index`` (vectors and labels
@@ -101,7 +101,7 @@ def map_cli(
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """2-d t-SNE map of sentence vectors coloured by label."""
-    from ..evaluation import tsne_plot
+    from ..evaluation.metrics import tsne_plot
     from ..io import check_input, check_outputs, prepare_outputs
     from ..search import CONFIG_FILE
 

@@ -2,7 +2,7 @@
 self-contained HTML page (inline CSS/JS, no network) showing the paper by
 section, every sentence coloured by its function label, with a legend and
 tooltips (label scores, fine function, phrase evidence, section). Library:
-:mod:`spacy_rhetoric.render`.
+:mod:`spacy_rhetoric.apps.render`.
 
 PAPER is a ``.spacy`` file already annotated (every Doc in it is shown), or
 with ``--model`` a ``.spacy`` file or a paper in any format the readers know
@@ -27,8 +27,8 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
 
     import spacy_rhetoric  # noqa: F401 - extensions and factories
 
+    from ..apps.render import has_labels
     from ..readers.common import sentence_splitters
-    from ..render import has_labels
 
     nlp = None
     if model is not None:
@@ -71,8 +71,8 @@ def render_cli(
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Render an annotated paper as one self-contained HTML page."""
+    from ..apps.render import render_paper
     from ..io import atomic_write_text, check_input, check_outputs, prepare_outputs
-    from ..render import render_paper
 
     with guard("render"):
         check_input(paper, what="paper")

@@ -1,5 +1,5 @@
 """``spacy-rhetoric split``: a document-disjoint train/test split of a DocBin
-(``spacy_rhetoric.splits``, whose docstring describes the split)."""
+(``spacy_rhetoric.readers.splits``, whose docstring describes the split)."""
 from pathlib import Path
 
 import typer
@@ -20,7 +20,7 @@ def split_cli(
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Split a .spacy corpus by document id (no document on both sides)."""
-    from ..splits import split_docbin
+    from ..readers.splits import split_docbin
 
     with guard("split"):
         counts = split_docbin(input_path, train_path, test_path, share=share, seed=seed, force=force)

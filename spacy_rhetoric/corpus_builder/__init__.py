@@ -48,7 +48,7 @@ Modules, one per concern:
     input-key order, sentences in source order. De-duplication is by
     normalised text (Unicode NFKC, case-folded, whitespace collapsed); the
     FIRST copy in that order is kept. The kept sentences are split by paper
-    with ``spacy_rhetoric.splits.split_doc_ids``, stratified by label
+    with ``spacy_rhetoric.readers.splits.split_doc_ids``, stratified by label
     (StratifiedGroupKFold, ``round(1 / valid_fraction)`` folds, fold 0 is
     validation). Each paper is entirely on one side. Outputs are written
     atomically.

@@ -17,7 +17,7 @@ from spacy.tokens import Doc, DocBin
 from .. import extensions as ext
 from ..io import atomic_path
 from ..pipeline.single_sentence import sentence_doc
-from ..splits import split_doc_ids
+from ..readers.splits import split_doc_ids
 from .inputs import InputFile
 from .settings import OUTPUT_NAMES
 from .shards import read_shard, shard_path
@@ -120,7 +120,7 @@ def merge_shards(
             tmp.write_bytes(docbins[name].to_bytes())
     total = per_label["train"] + per_label["valid"]
     split_info = {
-        "method": "spacy_rhetoric.splits.split_doc_ids by paper, stratified by label "
+        "method": "spacy_rhetoric.readers.splits.split_doc_ids by paper, stratified by label "
                   "(sklearn StratifiedGroupKFold, round(1 / valid_fraction) folds, fold 0 = validation)",
         "seed": seed,
         "valid_fraction": valid_fraction,

@@ -18,7 +18,7 @@ SHARD_DIR = "shards"
 CONFIG_FILE = "build_config.json"
 SUMMARY_FILE = "summary.json"
 OUTPUT_NAMES = ("train", "valid")
-# The outputs of ``spacy-rhetoric annotate`` (``spacy_rhetoric.annotate``), in the same layout.
+# The outputs of ``spacy-rhetoric annotate`` (``spacy_rhetoric.apps.annotate``), in the same layout.
 ANNOTATION_FILES = ("annotations.jsonl", "annotations.spacy")
 # Components of the English pipeline the labeler does not need (lemmas come
 # from tagger + attribute_ruler + lemmatizer, the root from the parser).

@@ -11,7 +11,7 @@ Softmax output layer.
 Where the section comes from (:func:`sentence_sections`): the doc store, as
 ``rhetoric_section_tagger`` writes it (``sent._.rhetoric_section``, one of
 ``section_headings.CATEGORIES``) -- so in a pipeline put the tagger before the
-classifier (``spacy_rhetoric.assemble`` does). The section of a sentence is
+classifier (``spacy_rhetoric.apps.assemble`` does). The section of a sentence is
 the value covering its first token; a sentence without one (PMC-Sents-FULL,
 where the section text is lost, or a raw heading that is no category) is
 ``unknown``. A sentence in back matter is ``back matter``: its section is

@@ -30,9 +30,9 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 from thinc.types import Floats2d
 
+from ..evaluation.scorers import sentence_label_scores
 from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
 from ..ml.pooling import example_sentences
-from ..scorers import sentence_label_scores
 from .sentence_pipe import SentencePipe, Truth
 
 DEFAULT_CLASSIFIER_MODEL_CONFIG = """
@@ -79,7 +79,7 @@ def score_function_classifier(
     the predicted sentence that contains the gold sentence's first token
     (so a different sentence segmentation costs what it really costs); a gold
     sentence with no prediction counts as wrong. The scores are
-    ``spacy_rhetoric.scorers.sentence_label_scores`` (F1-micro = accuracy,
+    ``spacy_rhetoric.evaluation.scorers.sentence_label_scores`` (F1-micro = accuracy,
     macro over the labels in gold or predictions), the same function as
     ``spacy-rhetoric evaluate``. Keys: rhetoric_f_micro, rhetoric_f_macro,
     rhetoric_p_macro, rhetoric_r_macro, rhetoric_f_per_type (prefix from

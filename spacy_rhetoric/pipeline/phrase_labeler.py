@@ -75,8 +75,8 @@ from ..extensions import (
     labelled_spans,
     set_span_values,
 )
-from ..phrase_table import DEFAULT_PLACEHOLDERS, NGram, build_ngram_table, check_phrase_pairs
 from ..readers.phrases import read_phrases
+from .phrase_table import DEFAULT_PLACEHOLDERS, NGram, build_ngram_table, check_phrase_pairs
 
 PhraseSource = Union[str, Path, Sequence[Sequence[str]]]
 

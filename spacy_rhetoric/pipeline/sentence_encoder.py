@@ -121,7 +121,7 @@ def sentence_encoder_score(examples: Iterable[Example], **kwargs) -> Dict[str, A
     examples: ``encoder_p_at_1``, ``encoder_map_at_r`` (cosine on the stored
     L2-normalised vectors) and ``encoder_missing`` (labelled sentences
     without a vector, e.g. when predicted sentence boundaries differ)."""
-    from ..evaluation import retrieval_scores
+    from ..evaluation.metrics import retrieval_scores
 
     vectors, labels, missing = collect_vectors(examples)
     scores: Dict[str, Any] = {

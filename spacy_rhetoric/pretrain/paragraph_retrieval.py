@@ -3,7 +3,7 @@
 Every section chunk of a set of held-out papers is a query; the candidates
 are all other chunks of the same papers and of the other papers; Recall@k is
 the share of queries with a chunk of their own paper among the k nearest
-(``evaluation.same_group_recall``; Euclidean distance on the raw chunk
+(``evaluation.metrics.same_group_recall``; Euclidean distance on the raw chunk
 vectors, as in the paper, and cosine as a second view).
 
 Chunks are those COSAEMB trains on (``ml.section_chunks.paper_chunks``: whole
@@ -79,7 +79,7 @@ def paragraph_retrieval(model_name: str, papers: Sequence[Paper], *, max_length:
     name resolved offline, or a COSAEMB model directory) over ``papers``."""
     from transformers import AutoModel, AutoTokenizer
 
-    from ..evaluation import same_group_recall
+    from ..evaluation.metrics import same_group_recall
     from ..util import resolve_hf_model, torch_device
 
     path = resolve_hf_model(model_name)

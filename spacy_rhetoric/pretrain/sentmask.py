@@ -25,9 +25,9 @@ shared by all targets of its core (one forward pass for their positives).
 
 The result is a Hugging Face model directory (``save_pretrained``:
 safetensors weights, config, tokenizer) that initialises the shared
-transformer of ``spacy_rhetoric/configs/rhetoric_trf.cfg``::
+transformer of ``configs/rhetoric_trf.cfg``::
 
-    python -m spacy train spacy_rhetoric/configs/rhetoric_trf.cfg \\
+    python -m spacy train configs/rhetoric_trf.cfg \\
         --components.transformer.model.name.name training/sentmask/model ...
 """
 import json

@@ -147,7 +147,7 @@ def run_pretraining(*loop: Any, settings: TrainSettings, total: int, output: Uni
     ``output/checkpoint`` (rerunning the same command resumes from the last
     one; other settings are refused), then ``save_model(output / "model")``
     and the checkpoint removed. Returns the ``LoopResult``."""
-    from ..training_loop import train_loop
+    from ..ml.training_loop import train_loop
 
     checkpoint = Path(output) / "checkpoint"
     state = {k: v for k, v in asdict(settings).items() if k not in RUN_ONLY_SETTINGS}

@@ -10,6 +10,8 @@
   ``.txt``, ``.jsonl``, ``.spacy`` papers as sentence lists).
 * ``corpora``: the registered ``[corpora]`` readers
   ``spacy_rhetoric.{CSAbstruct,PMCSents,CitationIntent,SciSumm,Sentence}Corpus.v1``.
+* ``splits``: document-disjoint train/test splits of a corpus (optionally
+  stratified by label): ``spacy-rhetoric split``, ``label``, the section corpora.
 
 Modules are imported on use (spaCy finds the registered readers through the
 ``spacy_readers`` entry points), so importing this package stays cheap.

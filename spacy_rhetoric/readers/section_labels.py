@@ -1,5 +1,5 @@
 """The multi-source corpus of the section-aware function classifier
-(``spacy_rhetoric/configs/classifier_sections_cpu.cfg``): coarse labels
+(``configs/classifier_sections_cpu.cfg``): coarse labels
 ``background / objective / method / result / other`` and each sentence's
 section category, from three sources.
 
@@ -230,8 +230,8 @@ def pmc_splits(path: Union[str, Path], nlp: Language) -> Tuple[List[Doc], List[D
     """PMC-Sents-FULL ``dev.jsonl`` (coarse labels) split by article as
     benchmarks/run_pmc.sh does: (train_fit, valid, test) = 80 % (seed 0) of the
     ids split again 90/10 (seed 1), and the other 20 %."""
-    from ..splits import split_doc_ids
     from .pmc import read_pmc_sents
+    from .splits import split_doc_ids
 
     pmc = [pmc_coarse(d) for d in read_pmc_sents(path, nlp)]
     ids = [str(get_doc_value(d, DOC_ID)) for d in pmc]
@@ -267,7 +267,7 @@ def build_section_corpus(data: Union[str, Path], output: Union[str, Path], *, sc
     weak labels). Returns counts per file."""
     import spacy
 
-    from ..splits import split_doc_ids
+    from .splits import split_doc_ids
 
     data, output = Path(data), Path(output)
     nlp = spacy.blank(lang)

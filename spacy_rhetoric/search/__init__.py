@@ -65,17 +65,14 @@ from .faiss_index import (  # noqa: F401
 )
 from .index import (  # noqa: F401
     BUILD_FILE,
-    COLUMNS,
     CONFIG_FILE,
     DEFAULT_PART_SENTENCES,
-    FILTERS,
     FORMAT_VERSION,
     INDEX_FILE,
     META_FILE,
     VECTOR_DIR,
     WORK_SUFFIX,
     Encoder,
-    Hit,
     RhetoricIndex,
     build_index,
     check_index_output,
@@ -95,3 +92,4 @@ from .sources import (  # noqa: F401
     paper_doc,
     sentence_rows,
 )
+from .store import COLUMNS, FILTERS, Hit  # noqa: F401

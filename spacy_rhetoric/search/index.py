@@ -5,7 +5,6 @@ import os
 import shutil
 import sqlite3
 import time
-from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -13,8 +12,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy
 
 from .. import extensions as ext
+from ..evaluation.neighbours import as_matrix, l2_normalize
 from ..io import PathError, atomic_path, atomic_write_json, check_input, check_output
-from ..neighbours import as_matrix, l2_normalize
 from .faiss_index import (
     SUBSET_EXACT_MAX,
     check_index_type,
@@ -35,6 +34,7 @@ from .sources import (
     load_pipeline,
     not_for_vectors,
 )
+from .store import FILTERS, Hit, _add_part, _connect, _row_hit
 
 INDEX_FILE = "index.faiss"
 
@@ -58,73 +58,6 @@ FORMAT_VERSION = 2  # 2: the input column (the corpus file of each sentence)
 
 
 DEFAULT_PART_SENTENCES = 2000
-
-
-COLUMNS = ("paper", "sent_index", "section", "heading", "sid", "text", "label", "fine_label",
-           "gold_label", "phrase_label", "scores", "fine_scores", "input")
-
-
-FILTERS = {"label": "label", "section": "section", "paper": "paper"}
-
-
-@dataclass
-class Hit:
-    """One search result: the sentence, where it is, and what it does."""
-
-    id: int
-    score: float
-    paper: Optional[str]
-    sent_index: int
-    section: Optional[str]
-    heading: Optional[str]
-    sid: Optional[str]
-    text: str
-    label: Optional[str]
-    fine_label: Optional[str] = None
-    gold_label: Optional[str] = None
-    phrase_label: Optional[str] = None
-    scores: Dict[str, float] = field(default_factory=dict)
-    fine_scores: Dict[str, float] = field(default_factory=dict)
-    input: Optional[str] = None  # the corpus file (relative to the folder given); None in a format-1 index
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sentences (
-    id INTEGER PRIMARY KEY, paper TEXT, sent_index INTEGER, section TEXT, heading TEXT, sid TEXT,
-    text TEXT NOT NULL, label TEXT, fine_label TEXT, gold_label TEXT, phrase_label TEXT,
-    scores TEXT, fine_scores TEXT, input TEXT, part INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS parts (part INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
-    papers INTEGER NOT NULL);
-"""
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path))
-    con.executescript(_SCHEMA)
-    return con
-
-
-def _add_part(con: sqlite3.Connection, part: int, rows: Sequence[Dict[str, Any]], n_papers: int) -> None:
-    """Rows and done-marker of one part, in one transaction (ids follow on)."""
-    with con:
-        first = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
-        con.executemany(
-            f"INSERT INTO sentences (id, {', '.join(COLUMNS)}, part) VALUES ({', '.join('?' * (len(COLUMNS) + 2))})",
-            [(first + i, *[json.dumps(r[c]) if c.endswith("scores") else r[c] for c in COLUMNS], part)
-             for i, r in enumerate(rows)],
-        )
-        con.execute("INSERT INTO parts VALUES (?, ?, ?, ?)", (part, first, len(rows), n_papers))
-
-
-def _row_hit(row: sqlite3.Row, score: float) -> Hit:
-    values = dict(row)
-    values.pop("part", None)
-    for key in ("scores", "fine_scores"):
-        values[key] = json.loads(values[key]) if values[key] else {}
-    return Hit(score=float(score), **values)
 
 
 def work_dir(index_path: PathLike) -> Path:

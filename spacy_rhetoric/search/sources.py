@@ -6,9 +6,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import numpy
 
 from .. import extensions as ext
+from ..apps.records import doc_records
 from ..errors import RhetoricError
 from ..io import check_input
-from ..records import doc_records
 
 PathLike = Union[str, Path]
 

@@ -1,0 +1,350 @@
+"""``spacy-rhetoric demo`` (and ``make demo``): train a small CPU function
+classifier and sentence encoder with ``spacy train`` and the packaged configs,
+assemble them with the English parser, the phrase labeler and the section
+tagger into one pipeline (``spacy_rhetoric.apps.assemble``), and annotate a paper
+with it, section by section.
+
+- Classifier: ``configs/classifier_fullpaper_cpu.cfg`` (the
+  section of each sentence is evidence the model weighs -- section dropout in
+  training --, positions count within sections, hashed n-grams beside the
+  tok2vec, a CRF over each section's sentences; back matter is ``other`` by
+  rule), ``DEFAULT_CLASSIFIER_STEPS`` steps, on real sentence functions
+  (``readers.section_labels.write_fullpaper_corpus``): CSAbstruct train and
+  the MuLMS-AZ full papers with expert zones (when present in the data
+  directory). Until 2026-11-24 it was ``classifier_sections_cpu`` on weak
+  labels from section names, which learned label = section
+  (benchmarks/README.md "Full papers").
+- Encoder: ``encoder_cpu.cfg`` on CSAbstruct.
+- Paper: any file ``read_papers`` reads (PDF, GROBID TEI, JATS, S2ORC, text);
+  by default the GROBID TEI sample ``paper-formats/grobid-tei/N18-3011.tei.xml``
+  of the data directory (an ACL paper; the file states no licence, so it is
+  not shipped), else the packaged ``assets/sample_paper.txt``.
+
+Everything runs offline on a CPU, from a checkout or an installed wheel.
+Trained models are kept under the output directory (``.demo/`` by default)
+and reused by later runs. Data: ``$SPACY_RHETORIC_DATA``, else
+``../shared/data`` (from the current directory, or beside the source checkout).
+"""
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from ..io import PathError, check_input, check_output
+from ..resources import asset_path, config_path
+from .assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
+
+DATA_ENV = "SPACY_RHETORIC_DATA"
+PHRASES_DIR = "iwatsuki2021-fe-database-cl"
+CSABSTRUCT_DIR = "csabstruct"
+PMC_FILE = "pmc-sents-full/dev.jsonl"
+MULMS_FILE = "mulms-az/train.jsonl"
+SCISUMM_DIR = "cl-scisumm/training-40-manual"
+TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
+SAMPLE_PAPER = "sample_paper.txt"
+CLASSIFIER_CONFIG = "classifier_fullpaper_cpu"
+# 1500 steps (about 3 CPU minutes): at 400, a quarter of an epoch, the model had not learned the
+# lexical cues of "In this paper, we present ..." or "Experiments ... show ..." (benchmarks/README.md)
+DEFAULT_CLASSIFIER_STEPS = 1500
+DEFAULT_ENCODER_STEPS = 400
+
+
+class DemoError(PathError):
+    """A problem the user can fix (missing data, bad path); printed without a traceback."""
+
+
+def default_data_dirs() -> List[Path]:
+    """Where the demo looks for data without ``$SPACY_RHETORIC_DATA``:
+    ``../shared/data`` from the current directory, then (when the package is
+    imported from a source checkout) beside that checkout."""
+    dirs = [Path.cwd().parent / "shared" / "data"]
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "setup.py").is_file() and checkout.parent / "shared" / "data" != dirs[0].resolve():
+        dirs.append(checkout.parent / "shared" / "data")
+    return dirs
+
+
+def data_dir() -> Path:
+    """``$SPACY_RHETORIC_DATA``, or the first of ``default_data_dirs()`` that exists."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    dirs = default_data_dirs()
+    return next((d for d in dirs if d.is_dir()), dirs[0])
+
+
+def sample_paper() -> Path:
+    """The packaged sample paper (plain text, blank-line paragraphs)."""
+    return asset_path(SAMPLE_PAPER)
+
+
+@dataclass
+class DemoData:
+    train: Path  # CSAbstruct train.jsonl
+    dev: Path  # CSAbstruct dev.jsonl
+    phrases: Path  # Iwatsuki phrase database (directory of label<TAB>phrase files)
+    pmc: Optional[Path] = None  # PMC-Sents-FULL dev.jsonl, if present
+    scisumm: Optional[Path] = None  # CL-SciSumm topics, if present
+    paper: Optional[Path] = None  # the GROBID TEI sample paper, if present
+    mulms: Optional[Path] = None  # MuLMS-AZ train.jsonl, if present
+
+    def inputs(self) -> List[Path]:
+        return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm, self.mulms) if p is not None]
+
+
+def find_data(root: Optional[Path] = None) -> DemoData:
+    """The files the demo needs under ``root``; a DemoError saying which are
+    missing and how to point the demo at them otherwise."""
+    root = Path(root) if root is not None else data_dir()
+    optional = {name: root / rel for name, rel in (("pmc", PMC_FILE), ("scisumm", SCISUMM_DIR),
+                                                   ("paper", TEI_PAPER), ("mulms", MULMS_FILE))}
+    data = DemoData(train=root / CSABSTRUCT_DIR / "train.jsonl", dev=root / CSABSTRUCT_DIR / "dev.jsonl",
+                    phrases=root / PHRASES_DIR, **{k: p for k, p in optional.items() if p.exists()})
+    missing = [str(p) for p in (data.train, data.dev, data.phrases) if not p.exists()]
+    if missing:
+        raise DemoError(
+            "The demo data is missing:\n  " + "\n  ".join(missing)
+            + f"\nSet {DATA_ENV} to the directory that holds {CSABSTRUCT_DIR}/train.jsonl, "
+            f"{CSABSTRUCT_DIR}/dev.jsonl and {PHRASES_DIR}/ (see project.yml assets; without it the "
+            f"demo looks in: {', '.join(str(d) for d in default_data_dirs())})."
+        )
+    return data
+
+
+# --------------------------------------------------------------------------
+# Training (spaCy's own training loop)
+# --------------------------------------------------------------------------
+
+
+def convert_csabstruct(jsonl: Path, output: Path) -> Path:
+    """CSAbstruct ``.jsonl`` -> ``.spacy`` DocBin with gold sentence labels
+    (the input of the encoder's SentenceCorpus reader). Kept if it exists and
+    is newer than ``jsonl``."""
+    from ..readers.convert import convert_corpus
+
+    if not output.exists() or output.stat().st_mtime_ns < jsonl.stat().st_mtime_ns:
+        stats = convert_corpus("csabstruct", jsonl, output)
+        print(f"  converted {jsonl} -> {output} ({stats.docs} abstracts, {stats.sentences} sentences)")
+    return output
+
+
+def _stamp(config: Path, overrides: Dict[str, Any], inputs: List[Path]) -> str:
+    """What a trained model depends on: the config text, the overrides and
+    the size and mtime of the input files."""
+    return json.dumps({
+        "config_sha1": hashlib.sha1(config.read_bytes()).hexdigest(),
+        "overrides": {k: str(v) for k, v in overrides.items()},
+        "inputs": {str(p): [p.stat().st_size, p.stat().st_mtime_ns] for p in inputs},
+    }, sort_keys=True)
+
+
+def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inputs: Sequence[Path] = (),
+                   retrain: bool = False) -> Path:
+    """Train ``config`` with ``spacy.cli.train.train`` into ``output`` and
+    return the final model (``model-last``, whose meta.json holds the dev
+    scores of its last evaluation, which is the final step). A model already
+    in ``output`` trained from the same config, overrides and ``inputs``
+    (files, by size and mtime) is reused."""
+    from spacy.cli.train import train
+
+    model = output / "model-last"
+    stamp = output / "demo_stamp.json"
+    wanted = _stamp(config, overrides, list(inputs))
+    if not retrain and (model / "meta.json").exists() and stamp.exists() and stamp.read_text() == wanted:
+        print(f"  reusing {model} (delete {output} or pass --retrain to train again)")
+        return model
+    stamp.unlink(missing_ok=True)  # an interrupted run is never reused
+    start = time.perf_counter()
+    train(config, output, use_gpu=-1, overrides=overrides)
+    stamp.write_text(wanted)
+    print(f"  trained {config} in {time.perf_counter() - start:.0f} s -> {model}")
+    return model
+
+
+def dev_scores(model: Path) -> Dict[str, Any]:
+    """The dev scores spaCy's training measured for ``model`` (meta.json
+    ``performance``)."""
+    meta = json.loads((Path(model) / "meta.json").read_text(encoding="utf8"))
+    return meta.get("performance", {})
+
+
+def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
+    """Paths, a fixed step budget and a single evaluation at the last step."""
+    return {
+        "paths.train": str(train),
+        "paths.dev": str(dev),
+        "training.max_steps": int(steps),
+        "training.eval_frequency": int(steps),
+        "training.patience": 0,
+        "training.max_epochs": 0,
+    }
+
+
+def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
+    """The classifier's training corpus (``readers.section_labels.write_fullpaper_corpus``:
+    CSAbstruct train + the MuLMS-AZ papers) under ``output``; kept if newer
+    than every input."""
+    from ..readers.section_labels import write_fullpaper_corpus
+
+    train, dev = output / "train.spacy", output / "dev.spacy"
+    newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms) if p is not None)
+    if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
+        counts = write_fullpaper_corpus(data.train, data.dev, data.mulms, output)
+        print(f"  built {output}: train {counts['train']['sentences']} sentences "
+              f"({counts['train']['csabstruct']} CSAbstruct abstracts, {counts['train']['mulms_papers']} MuLMS-AZ "
+              f"papers), dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
+    return train, dev
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns
+
+
+def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
+                      retrain: bool = False) -> Tuple[Path, Path]:
+    """Train the CPU classifier (packaged config ``classifier_fullpaper_cpu``:
+    tok2vec + context architecture + section input + n-grams + CRF, section
+    dropout) on CSAbstruct + MuLMS-AZ and the encoder (``encoder_cpu``) on
+    CSAbstruct into ``output``."""
+    output.mkdir(parents=True, exist_ok=True)
+    print(f"\n== training the function classifier ({classifier_steps} steps) ==")
+    clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
+    clf_overrides = training_overrides(clf_train, clf_dev, classifier_steps)
+    classifier = train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
+                                inputs=[clf_train, clf_dev], retrain=retrain)
+    print(f"\n== training the sentence encoder ({encoder_steps} steps) ==")
+    corpus = output / "corpus"
+    train_spacy = convert_csabstruct(data.train, corpus / "train.spacy")
+    dev_spacy = convert_csabstruct(data.dev, corpus / "dev.spacy")
+    encoder_overrides = training_overrides(train_spacy, dev_spacy, encoder_steps)
+    # The config's warm-up schedule runs to training.max_steps; keep it short.
+    encoder_overrides["training.optimizer.learn_rate.warmup_steps"] = max(1, encoder_steps // 10)
+    encoder = train_pipeline(config_path("encoder_cpu"), output / "encoder", encoder_overrides,
+                             inputs=[train_spacy, dev_spacy], retrain=retrain)
+    return classifier, encoder
+
+
+# --------------------------------------------------------------------------
+# Annotating a paper
+# --------------------------------------------------------------------------
+
+
+def most_similar(sents: List[Any], index: int) -> Tuple[Optional[int], float]:
+    """Index of the sentence most similar to ``sents[index]`` by
+    ``sent.similarity`` (the encoder's vectors) and the similarity."""
+    best, best_sim = None, -2.0
+    for j, other in enumerate(sents):
+        if j == index:
+            continue
+        sim = sents[index].similarity(other)
+        if sim > best_sim:
+            best, best_sim = j, sim
+    return best, best_sim
+
+
+def read_paper_doc(nlp: Language, paper: Path) -> Doc:
+    """One paper file as a Doc with headings (``readers.papers.read_paper``,
+    format by content: PDF, GROBID TEI, JATS, S2ORC, plain text)."""
+    from ..readers.papers import read_paper
+
+    return read_paper(paper, nlp)
+
+
+def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100) -> Dict[str, int]:
+    """Read ``paper``, run ``nlp`` over it and print it section by section
+    (heading and section category of ``rhetoric_section_tagger``), every
+    sentence with its function label and score, its phrase label and n-gram,
+    and for ``n_similar`` sentences the most similar other sentence."""
+    from ..extensions import HEADING
+    from ..section_headings import token_values
+
+    doc = nlp(read_paper_doc(nlp, paper))
+    headings = token_values(doc, HEADING)
+    sents, counts = [], {"sentences": 0, "phrase_labeled": 0}
+    current: Any = object()
+    for sent in doc.sents:
+        if not sent.text.strip():
+            continue
+        heading, section = headings[sent.start], sent._.rhetoric_section
+        if (heading, section) != current:
+            print(f"\n== {heading or '(no heading)'}  [section: {section or 'unknown'}] ==")
+            current = (heading, section)
+        sents.append(sent)
+        counts["sentences"] += 1
+        label, scores = sent._.rhetoric_label, sent._.rhetoric_scores or {}
+        shown = f"{label} ({scores.get(label, float('nan')):.2f})" if label is not None else "-"
+        print(f"[{len(sents):>3}] {shown:<17} {_short(sent.text, width)}")
+        if sent._.phrase_label is not None:
+            counts["phrase_labeled"] += 1
+            print(f"      phrase: {sent._.phrase_label}  \"{sent._.phrase_match.text}\"")
+    with_vectors = [i for i, s in enumerate(sents) if s._.rhetoric_vector is not None]
+    if with_vectors and n_similar > 0:
+        print("\n== most similar sentence (sent.similarity, encoder vectors) ==")
+        step = max(1, len(with_vectors) // n_similar)
+        for i in with_vectors[::step][:n_similar]:
+            j, sim = most_similar([sents[k] for k in with_vectors], with_vectors.index(i))
+            if j is None:
+                continue
+            print(f"[{i + 1:>3}] {_short(sents[i].text, width)}")
+            print(f"  ~ [{with_vectors[j] + 1:>3}] {_short(sents[with_vectors[j]].text, width)}  "
+                  f"(cosine {sim:.2f})")
+    return counts
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# --------------------------------------------------------------------------
+# The whole demo
+# --------------------------------------------------------------------------
+
+
+def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
+        classifier_steps: int = DEFAULT_CLASSIFIER_STEPS, encoder_steps: int = DEFAULT_ENCODER_STEPS,
+        retrain: bool = False, parser: str = "en_core_web_sm") -> Dict[str, int]:
+    """Train (or reuse) the two models under ``output``, assemble
+    ``output/pipeline``, annotate ``paper`` (default: the GROBID TEI sample of
+    the data directory, else the packaged sample paper) and print the dev
+    scores. Inputs and outputs are checked before any work; returns the
+    counts of ``annotate``."""
+    from .. import __version__
+
+    start = time.perf_counter()
+    data = find_data()
+    if paper is None:
+        paper = data.paper if data.paper is not None else sample_paper()
+    paper = check_input(paper, what="paper")
+    read_paper_doc(spacy.blank("en"), paper)  # a paper that cannot be read fails now, not after training
+    inputs = data.inputs() + [paper]
+    check_output(output, what="demo output directory", inputs=inputs, dir_ok=True)
+    pipeline_dir = check_pipeline_output(output / "pipeline", inputs=inputs)
+    print(f"spacy_rhetoric {__version__}; data from {data.train.parent.parent}; "
+          f"configs from {config_path('classifier_cpu').parent}")
+
+    classifier, encoder = train_demo_models(
+        data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain)
+    nlp, _ = assemble(parser, [(classifier, CLASSIFIER), (encoder, ENCODER)], phrases=data.phrases)
+    save_pipeline(nlp, pipeline_dir)
+    print(f"\npipeline {nlp.pipe_names} -> {pipeline_dir}")
+
+    counts = annotate(nlp, paper)
+
+    clf, enc = dev_scores(classifier), dev_scores(encoder)
+    print(f"\n{counts['sentences']} sentences of {paper}, {counts['phrase_labeled']} with a phrase label")
+    print(f"Quick models, scored by spaCy on CSAbstruct dev (section: abstract) after training "
+          f"({classifier_steps} / {encoder_steps} steps):")
+    print(f"  classifier F1 micro {clf.get('rhetoric_f_micro', float('nan')):.3f}, "
+          f"macro {clf.get('rhetoric_f_macro', float('nan')):.3f}")
+    print(f"  encoder P@1 {enc.get('encoder_p_at_1', float('nan')):.3f}, "
+          f"MAP@R {enc.get('encoder_map_at_r', float('nan')):.3f}")
+    print("  (longer training with the configs in configs/ does better; see benchmarks/README.md)")
+    print(f"done in {time.perf_counter() - start:.0f} s")
+    return counts
