@@ -127,12 +127,15 @@ def predict(nlp, sents, sections, headings):
 
 V2 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v2", "ngram_size": 2, "ngram_length": 4096}
 V3 = dict(V2, **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})
+FULL = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v1", "lexical_length": 4096,
+                   "section_scale": 1.0, "acknowledgements": False})
 
 
 @pytest.mark.slow  # trains 60 steps
 @pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs"), V3,
-                                  dict(V3, ngram_size=0)],
-                         ids=["v1", "v2", "v2-viterbi", "v2-docs", "v3", "v3-no-ngrams"])
+                                  dict(V3, ngram_size=0), FULL, dict(FULL, heading_words=True, lexical_weight=0.8)],
+                         ids=["v1", "v2", "v2-viterbi", "v2-docs", "v3", "v3-no-ngrams", "full-paper",
+                              "full-paper-headings"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by

@@ -124,7 +124,9 @@ def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) ->
     if forced is not None:
         probs = model.ops.xp.array(probs, copy=True)
         probs[forced, :] = 0.0
-        probs[forced, label] = 1.0
+        n_labels = len(model.attrs["labels"])
+        for block in range(0, probs.shape[1], n_labels):  # a mixture's members side by side in training
+            probs[forced, block + label] = 1.0
 
     def backprop(dY: Floats2d):
         if forced is not None:

@@ -176,6 +176,18 @@ def _position_keys(n: int, tag: str = "") -> List[List[int]]:
     return keys
 
 
+def ngram_counts(ops, ids: numpy.ndarray, ngram_size: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """The distinct hashed 1..``ngram_size``-grams of the token ids ``ids``
+    (uint64, numpy) and their counts: spaCy's ``extract_ngrams`` for one
+    sentence."""
+    unigrams = numpy.ascontiguousarray(ids)
+    grams = [unigrams]
+    for size in range(2, ngram_size + 1):
+        if len(unigrams) >= size:
+            grams.append(numpy.asarray(ops.ngrams(size, unigrams), dtype="uint64"))
+    return numpy.unique(numpy.concatenate(grams), return_counts=True)
+
+
 def sentence_ngrams(ngram_size: int, attr: int = LOWER, segments: str = "docs") -> Model:
     """``(docs, indices)`` -> ``(keys, values, lengths)`` for ``SparseLinear``:
     per sentence, the hashed 1..ngram_size-grams of its tokens' ``attr``
@@ -204,12 +216,7 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
         for i in range(n):
             start, end = int(offsets[row, 0]), int(offsets[row, 1])
             row += 1
-            unigrams = xp.ascontiguousarray(ids[start:end])
-            grams = [unigrams]
-            for size in range(2, model.attrs["ngram_size"] + 1):
-                if end - start >= size:
-                    grams.append(numpy.asarray(ops.ngrams(size, unigrams), dtype="uint64"))
-            keys, vals = xp.unique(xp.concatenate(grams), return_counts=True)
+            keys, vals = ngram_counts(ops, ids[start:end], model.attrs["ngram_size"])
             keys = xp.concatenate([keys, xp.asarray(pos_keys[i], dtype="uint64")])
             vals = xp.concatenate([vals.astype("f"), xp.ones((len(pos_keys[i]),), dtype="f")])
             batch_keys.append(keys)

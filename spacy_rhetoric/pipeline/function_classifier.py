@@ -344,7 +344,15 @@ class FunctionClassifier(SentencePipe):
         target rows are built in numpy and copied to the model's device once
         per batch. (A CRF head reads the same gradient as one w.r.t. its
         log-marginals, which makes it the gradient of ``-log p(y_t in G)``,
-        see ``ml/sequence.py``.)"""
+        see ``ml/sequence.py``.) In training, a mixture of experts
+        (``ml/experts.py``) outputs its members' rows side by side: each block
+        of ``len(labels)`` columns is scored on its own, the loss is their
+        sum."""
+        n_labels = len(self.labels)
+        if n_labels and scores.shape[1] > n_labels:  # a mixture's members side by side (ml/experts.py)
+            blocks = [self._loss(self.model.ops.xp.ascontiguousarray(scores[:, i : i + n_labels]), truths)
+                      for i in range(0, scores.shape[1], n_labels)]
+            return sum(loss for loss, _ in blocks), self.model.ops.xp.hstack([d for _, d in blocks])
         n_rows = scores.shape[0]
         n_labelled = sum(1 for t in truths if t != -1)
         if n_labelled == 0:

@@ -1,0 +1,223 @@
+"""Two experts for one sentence classifier: a context network and a lexical
+model of the sentence, its neighbours, its section and its position, each
+trained on its own loss and averaged at prediction.
+
+Why. On full papers (MuLMS-AZ, ``benchmarks/bench_fullpaper.py``) the
+section-aware context network (``SectionAwareSentenceClassifier.v3``) and a
+scikit-learn TF-IDF logistic regression over the sentence, its neighbours'
+words, its section and its position make different errors: averaging their
+probabilities was 2-4 points of single-zone accuracy above either alone on
+the document-disjoint folds (benchmarks/README.md "Full papers"). Summing
+the two into one set of logits and training them together (what v3's sparse
+n-gram part does) lets the network's features dominate; a mixture whose
+members each learn from their own loss keeps the lexical model a model of
+its own, as in an ensemble.
+
+``experts(models, weights)``: every member maps ``(docs, indices)`` to one
+row of label probabilities per sentence. At prediction the layer outputs
+their weighted mean. In training it outputs the members' rows side by side,
+``[n, E * K]``, and ``rhetoric_function_classifier``'s loss
+(``FunctionClassifier._loss``) scores each ``K``-column block against the gold
+labels on its own and hands back the blocks' gradients; the layer passes each
+member its block. So each member minimises its own negative log-likelihood,
+and the mixture is only formed at prediction time (``attrs["experts"]`` tells
+the pipe how many blocks there are).
+
+``lexical_expert``: hashed features of each sentence -> ``SparseLinear`` ->
+softmax. Features (all keys hashed into one table, each group L2-normalised
+as TF-IDF rows are): the sentence's 1..``ngram_size``-grams (``LOWER``,
+counts); the same of the previous and of the next sentence of the doc, tagged
+so that "we" in a neighbour is another feature than "we" in the sentence
+(``neighbour_weight`` times); the sentence's section category
+(``rhetoric_section_tagger``'s, "unknown" without one); the position buckets
+of ``ml.sequence`` within its run of same-section sentences, tagged with the
+section; with ``heading_words`` the lower-cased words of the heading above
+it (``sent._.rhetoric_heading``), e.g. "performance" in "Electrochemical
+Performance". ``SparseLinear`` is numpy-only: the feature extraction and the
+table run on the CPU inside ``ml.devices.with_cpu_chain`` and the softmax on
+the model's device.
+"""
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.attrs import LOWER
+from spacy.strings import hash_string
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Model, SparseLinear_v2, chain, softmax_activation
+from thinc.types import Floats2d, Ragged
+
+from ..section_headings import BACK_MATTER, OTHER, token_values
+from .devices import to_host, with_cpu_chain
+from .sections import _section_aware_model, section_aware_layers
+from .segments import sections_of, segments_of
+from .sequence import _position_keys, crf_layer, emitters, ngram_counts
+
+PREV_TAG = numpy.uint64(hash_string("__prev"))
+NEXT_TAG = numpy.uint64(hash_string("__next"))
+_MIX = numpy.uint64(0x9E3779B97F4A7C15)
+
+
+def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int] = None) -> Model:
+    """Weighted mean of the members' probabilities at prediction; their rows
+    side by side in training (module docstring). ``weights`` are
+    normalised to sum to 1. The members' output dims follow this layer's
+    ``nO`` (each member has its output layer as ref "output")."""
+    if len(members) != len(weights) or not members:
+        raise ValueError(f"experts: {len(members)} members for {len(weights)} weights")
+    if any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError(f"experts: weights must be >= 0 with a positive sum, got {list(weights)}")
+    total = float(sum(weights))
+    return Model("experts", _experts_forward, init=_experts_init, layers=list(members), dims={"nO": nO},
+                 attrs={"weights": [float(w) / total for w in weights], "experts": len(members)})
+
+
+def _experts_init(model: Model, X=None, Y=None) -> None:
+    nO = model.get_dim("nO") if model.has_dim("nO") else None
+    for member in model.layers:
+        if nO is not None:
+            target = member.get_ref("output") if member.has_ref("output") else member
+            target.set_dim("nO", nO)
+        member.initialize(X=X)
+
+
+def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
+    outputs = [member(X, is_train) for member in model.layers]
+    if not is_train:
+        mixed = None
+        for w, (probs, _) in zip(model.attrs["weights"], outputs):
+            mixed = probs * w if mixed is None else mixed + probs * w
+        return mixed, lambda dY: []
+    widths = [probs.shape[1] for probs, _ in outputs]
+    stacked = model.ops.xp.hstack([probs for probs, _ in outputs])
+
+    def backprop(dY: Floats2d):
+        start = 0
+        for width, (_, bp) in zip(widths, outputs):
+            bp(model.ops.xp.ascontiguousarray(dY[:, start : start + width]))
+            start += width
+        return []
+
+    return stacked, backprop
+
+
+def _normalised(vals: numpy.ndarray, scale: float = 1.0) -> numpy.ndarray:
+    vals = vals.astype("f")
+    norm = float(numpy.sqrt((vals * vals).sum()))
+    return vals * (scale / norm) if norm > 0 else vals
+
+
+def _tagged(keys: numpy.ndarray, tag: numpy.uint64) -> numpy.ndarray:
+    with numpy.errstate(over="ignore"):
+        return (keys * _MIX) ^ tag
+
+
+def lexical_features(ngram_size: int = 2, neighbour_weight: float = 0.5, heading_words: bool = False,
+                     segments: str = "sections") -> Model:
+    """``(docs, indices)`` -> ``(keys, values, lengths)`` for ``SparseLinear``
+    (module docstring)."""
+    return Model("lexical_features", _lexical_forward,
+                 attrs={"ngram_size": ngram_size, "neighbour_weight": float(neighbour_weight),
+                        "heading_words": heading_words, "segments": segments})
+
+
+def _lexical_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
+    docs, indices = X
+    ops = model.ops
+    size = model.attrs["ngram_size"]
+    offsets = to_host(indices.dataXd)
+    lengths = to_host(indices.lengths).tolist()
+    sections = sections_of(X)
+    seg_lengths, seg_tags = segments_of(X, model.attrs["segments"])
+    positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
+    weight = model.attrs["neighbour_weight"]
+    out_keys, out_vals, out_lengths = [], [], []
+    row = 0
+    for doc, n in zip(docs, lengths):
+        ids = doc.to_array([LOWER]).astype("uint64").reshape(-1)
+        grams = [ngram_counts(ops, ids[int(offsets[row + i, 0]) : int(offsets[row + i, 1])], size)
+                 for i in range(n)]
+        headings = token_values(doc, "heading") if model.attrs["heading_words"] else None
+        for i in range(n):
+            parts_k, parts_v = [grams[i][0]], [_normalised(grams[i][1])]
+            if weight > 0 and i > 0:
+                parts_k.append(_tagged(grams[i - 1][0], PREV_TAG))
+                parts_v.append(_normalised(grams[i - 1][1], weight))
+            if weight > 0 and i + 1 < n:
+                parts_k.append(_tagged(grams[i + 1][0], NEXT_TAG))
+                parts_v.append(_normalised(grams[i + 1][1], weight))
+            extra = [hash_string(f"__section={sections[row + i]}")] + list(positions[row + i])
+            if headings is not None:
+                heading = headings[int(offsets[row + i, 0])] if len(headings) else None
+                extra.extend(hash_string(f"__heading={w}") for w in sorted(set(str(heading or "").lower().split())))
+            parts_k.append(numpy.asarray(extra, dtype="uint64"))
+            parts_v.append(numpy.ones((len(extra),), dtype="f"))
+            keys = numpy.concatenate(parts_k)
+            out_keys.append(keys)
+            out_vals.append(numpy.concatenate(parts_v))
+            out_lengths.append(len(keys))
+        row += n
+    if out_keys:
+        keys = numpy.ascontiguousarray(numpy.concatenate(out_keys), dtype="uint64")
+        vals = numpy.ascontiguousarray(numpy.concatenate(out_vals), dtype="f")
+    else:
+        keys, vals = numpy.zeros((0,), dtype="uint64"), numpy.zeros((0,), dtype="f")
+    return (keys, vals, numpy.asarray(out_lengths, dtype="int32")), lambda dY: []
+
+
+def lexical_expert(ngram_size: int = 2, ngram_length: int = 2 ** 18, neighbour_weight: float = 0.5,
+                   heading_words: bool = False, segments: str = "sections",
+                   nO: Optional[int] = None) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Lexical features -> ``SparseLinear`` (on the CPU) -> softmax; the
+    table is ref "output"."""
+    table = SparseLinear_v2(nO=nO, length=ngram_length)
+    model = chain(with_cpu_chain(lexical_features(ngram_size, neighbour_weight, heading_words, segments), table),
+                  softmax_activation())
+    model.set_ref("output", table)
+    return model
+
+
+@registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v1")
+def build_full_paper_sentence_classifier(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean+max",
+    width: int = 128,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    dropout: float = 0.1,
+    hidden_size: int = 0,
+    use_sections: bool = True,
+    forced_sections: Sequence[str] = (BACK_MATTER,),
+    forced_label: str = OTHER,
+    section_scale: float = 5.0,
+    acknowledgements: bool = True,
+    ngram_size: int = 2,
+    ngram_length: int = 2 ** 18,
+    decode: str = "marginal",
+    head_scale: float = 1.0,
+    lexical_weight: float = 0.5,
+    lexical_ngram_size: int = 2,
+    lexical_length: int = 2 ** 19,
+    neighbour_weight: float = 0.5,
+    heading_words: bool = False,
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """``SectionAwareSentenceClassifier.v3`` (sections as segments and
+    positions) and ``lexical_expert`` as the two members of ``experts``,
+    weighted ``1 - lexical_weight`` and ``lexical_weight``; the back-matter
+    rule on the mixture. Arguments up to ``head_scale``: as v3 (the
+    network's sparse n-gram part stays: ``ngram_size``); ``lexical_*``,
+    ``neighbour_weight``, ``heading_words``: the lexical expert's (module
+    docstring). ``lexical_weight = 0`` still trains the lexical expert but
+    predicts with the network alone."""
+    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
+                                          dropout, hidden_size, use_sections, section_scale, acknowledgements,
+                                          positions="sections")
+    network = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
+                        head_scale=head_scale)
+    lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections")
+    mixture = experts([network, lexical], [1.0 - lexical_weight, lexical_weight], nO=nO)
+    return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
+                                acknowledgements)

@@ -1,0 +1,101 @@
+"""ml/experts.py: the mixture of a context network and a lexical expert, each
+trained on its own loss (FunctionClassifier._loss scores the blocks apart)."""
+import numpy
+import pytest
+import spacy
+from spacy.attrs import LOWER
+from thinc.api import Model, NumpyOps
+
+import spacy_rhetoric  # noqa: F401
+from spacy_rhetoric.extensions import HEADING, set_span_values
+from spacy_rhetoric.ml.experts import NEXT_TAG, PREV_TAG, _tagged, experts, lexical_features
+from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
+from spacy_rhetoric.ml.sequence import ngram_counts
+from spacy_rhetoric.readers.common import doc_from_sentences
+
+
+def constant(probs, name):
+    """A member that always outputs ``probs`` and records the gradient it gets."""
+    def forward(model, X, is_train):
+        out = model.ops.asarray2f(numpy.tile(numpy.asarray(probs, dtype="f"), (X[1].lengths.sum(), 1)))
+
+        def backprop(dY):
+            model.attrs["dY"] = dY
+            return []
+        return out, backprop
+    return Model(name, forward, dims={"nO": len(probs)}, attrs={})
+
+
+def batch(nlp, texts):
+    docs = [nlp(t) for t in texts]
+    return docs, make_indices(NumpyOps(), [doc_sentences(d)[1] for d in docs])
+
+
+def test_experts_mix_at_prediction_and_stack_in_training():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    a, b = constant([0.8, 0.2], "a"), constant([0.2, 0.8], "b")
+    model = experts([a, b], [1.0, 3.0])
+    assert model.attrs["weights"] == [0.25, 0.75]
+    X = batch(nlp, ["One here. Two here.", "Three."])
+    assert numpy.allclose(model.predict(X), [[0.35, 0.65]] * 3)
+    Y, backprop = model.begin_update(X)
+    assert Y.shape == (3, 4)
+    assert numpy.allclose(Y[0], [0.8, 0.2, 0.2, 0.8])
+    dY = numpy.arange(12, dtype="f").reshape(3, 4)
+    backprop(dY)
+    assert numpy.array_equal(a.attrs["dY"], dY[:, :2]) and numpy.array_equal(b.attrs["dY"], dY[:, 2:])
+    with pytest.raises(ValueError):
+        experts([a, b], [1.0])
+    with pytest.raises(ValueError):
+        experts([a, b], [0.0, 0.0])
+
+
+def test_the_loss_of_stacked_blocks_is_the_sum_of_each_blocks_loss():
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("rhetoric_function_classifier")
+    for label in ("background", "method", "result"):
+        pipe.add_label(label)
+    pipe.model.get_ref("output_layer").set_dim("nO", 3)
+    p1 = numpy.asarray([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]], dtype="f")
+    p2 = numpy.asarray([[0.2, 0.3, 0.5], [0.3, 0.3, 0.4]], dtype="f")
+    truths = [0, (1, 2)]
+    l1, d1 = pipe._loss(p1, truths)
+    l2, d2 = pipe._loss(p2, truths)
+    loss, d = pipe._loss(numpy.hstack([p1, p2]), truths)
+    assert loss == pytest.approx(l1 + l2)
+    assert numpy.allclose(d, numpy.hstack([d1, d2]))
+    assert l1 != pytest.approx(l2)
+
+
+def test_lexical_features_tag_neighbours_and_add_section_position_heading():
+    nlp = spacy.blank("en")
+    doc = doc_from_sentences(nlp, ["we grow films", "films grow fast", "we thank you"],
+                             sections=["method", "method", "results"])
+    set_span_values(doc, HEADING, list(doc.sents), ["2 Growth", "2 Growth", "3 Film Results"])
+    X = ([doc], make_indices(NumpyOps(), [doc_sentences(doc)[1]]))
+    layer = lexical_features(ngram_size=1, neighbour_weight=0.5, heading_words=True)
+    layer.initialize()
+    (keys, vals, lengths), _ = layer(X, is_train=False)
+    assert lengths.tolist() and sum(lengths.tolist()) == len(keys) == len(vals)
+    rows = numpy.split(numpy.arange(len(keys)), numpy.cumsum(lengths)[:-1])
+    ids = doc.to_array([LOWER]).astype("uint64").reshape(-1)
+    own0, _ = ngram_counts(NumpyOps(), ids[0:3], 1)
+    own1, _ = ngram_counts(NumpyOps(), ids[3:6], 1)
+    first, middle = set(keys[rows[0]].tolist()), set(keys[rows[1]].tolist())
+    assert set(own0.tolist()) <= first
+    # the middle sentence sees its neighbours' words under other keys than its own
+    assert set(_tagged(own0, PREV_TAG).tolist()) <= middle
+    assert not set(_tagged(own0, PREV_TAG).tolist()) & set(own1.tolist())
+    assert set(_tagged(own1, NEXT_TAG).tolist()) <= first
+    assert not set(_tagged(own1, PREV_TAG).tolist()) & first  # the first sentence has no previous one
+    # the section and the heading's words are features
+    from spacy.strings import hash_string
+    assert hash_string("__section=method") in first and hash_string("__section=results") in set(keys[rows[2]].tolist())
+    assert hash_string("__heading=growth") in first and hash_string("__heading=film") in set(keys[rows[2]].tolist())
+    # each group is L2-normalised: the sentence's own words weigh 1, each neighbour 0.5
+    own_vals = vals[rows[1]][: len(own1)]
+    assert numpy.sqrt((own_vals ** 2).sum()) == pytest.approx(1.0)
+    without = lexical_features(ngram_size=1, neighbour_weight=0.0)
+    (keys0, _, lengths0), _ = without(X, is_train=False)
+    assert lengths0[1] < lengths[1]
