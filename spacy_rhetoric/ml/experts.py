@@ -212,9 +212,10 @@ def build_full_paper_sentence_classifier(
     ``neighbour_weight``, ``heading_words``: the lexical expert's (module
     docstring). ``lexical_weight = 0`` still trains the lexical expert but
     predicts with the network alone."""
-    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
-                                          dropout, hidden_size, use_sections, section_scale, acknowledgements,
-                                          positions="sections")
+    pooler, layers = section_aware_layers(
+        tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
+        section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
     network = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
                         head_scale=head_scale)
     lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections")
