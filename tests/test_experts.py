@@ -99,3 +99,22 @@ def test_lexical_features_tag_neighbours_and_add_section_position_heading():
     without = lexical_features(ngram_size=1, neighbour_weight=0.0)
     (keys0, _, lengths0), _ = without(X, is_train=False)
     assert lengths0[1] < lengths[1]
+
+
+def test_a_papers_only_member_learns_from_and_speaks_on_full_papers_only():
+    from spacy_rhetoric.ml.experts import is_paper, paper_rows
+
+    assert is_paper(["abstract", "introduction"]) and is_paper(["abstract", "unknown"])
+    assert not is_paper(["abstract", "abstract"]) and not is_paper(["unknown"]) and not is_paper([])
+    nlp = spacy.blank("en")
+    paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["abstract", "method"])
+    plain = doc_from_sentences(nlp, ["Plain text here.", "More of it."])
+    X = ([paper, plain], make_indices(NumpyOps(), [doc_sentences(d)[1] for d in (paper, plain)]))
+    assert paper_rows(X).tolist() == [1.0, 1.0, 0.0, 0.0]
+    a, b = constant([0.8, 0.2], "a"), constant([0.2, 0.8], "b")
+    model = experts([a, b], [0.5, 0.5], papers_only=[False, True])
+    assert numpy.allclose(model.predict(X), [[0.5, 0.5], [0.5, 0.5], [0.8, 0.2], [0.8, 0.2]])
+    _, backprop = model.begin_update(X)
+    backprop(numpy.ones((4, 4), dtype="f"))
+    assert numpy.array_equal(a.attrs["dY"], numpy.ones((4, 2), dtype="f"))
+    assert b.attrs["dY"].tolist() == [[1, 1], [1, 1], [0, 0], [0, 0]]

@@ -47,7 +47,7 @@ from spacy.util import registry
 from thinc.api import Model, SparseLinear_v2, chain, softmax_activation
 from thinc.types import Floats2d, Ragged
 
-from ..section_headings import BACK_MATTER, OTHER, token_values
+from ..section_headings import BACK_MATTER, BODY_SECTIONS, OTHER, token_values
 from .devices import to_host, with_cpu_chain
 from .sections import _section_aware_model, section_aware_layers
 from .segments import sections_of, segments_of
@@ -58,18 +58,24 @@ NEXT_TAG = numpy.uint64(hash_string("__next"))
 _MIX = numpy.uint64(0x9E3779B97F4A7C15)
 
 
-def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int] = None) -> Model:
+def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int] = None,
+            papers_only: Sequence[bool] = ()) -> Model:
     """Weighted mean of the members' probabilities at prediction; their rows
     side by side in training (module docstring). ``weights`` are
     normalised to sum to 1. The members' output dims follow this layer's
-    ``nO`` (each member has its output layer as ref "output")."""
+    ``nO`` (each member has its output layer as ref "output").
+    ``papers_only[i]``: member ``i`` learns from the sentences of full papers
+    only (``is_paper``; its gradient is 0 on the rows of other docs) and has
+    weight 0 on them at prediction (an abstract or plain text is the other
+    members' alone)."""
     if len(members) != len(weights) or not members:
         raise ValueError(f"experts: {len(members)} members for {len(weights)} weights")
     if any(w < 0 for w in weights) or sum(weights) <= 0:
         raise ValueError(f"experts: weights must be >= 0 with a positive sum, got {list(weights)}")
     total = float(sum(weights))
     return Model("experts", _experts_forward, init=_experts_init, layers=list(members), dims={"nO": nO},
-                 attrs={"weights": [float(w) / total for w in weights], "experts": len(members)})
+                 attrs={"weights": [float(w) / total for w in weights], "experts": len(members),
+                        "papers_only": [bool(p) for p in papers_only] or [False] * len(members)})
 
 
 def _experts_init(model: Model, X=None, Y=None) -> None:
@@ -81,20 +87,44 @@ def _experts_init(model: Model, X=None, Y=None) -> None:
         member.initialize(X=X)
 
 
+def is_paper(sections: Sequence[str]) -> bool:
+    """A doc whose sentences have these sections is a full paper: one of them
+    is in a body section (introduction ... conclusion), or it has more than
+    one section (e.g. an abstract and topical headings the tagger calls
+    "unknown"). An abstract or plain text (one section, or none) is not."""
+    return any(s in BODY_SECTIONS for s in sections) or len(set(sections)) > 1
+
+
+def paper_rows(X: Tuple[List[Doc], Ragged]) -> numpy.ndarray:
+    """1.0 for each sentence row of ``X`` in a full paper (``is_paper``), else 0.0."""
+    sections = sections_of(X)
+    out, row = [], 0
+    for n in to_host(X[1].lengths).tolist():
+        out.extend([1.0 if is_paper(sections[row : row + n]) else 0.0] * n)
+        row += n
+    return numpy.asarray(out, dtype="f")
+
+
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
     outputs = [member(X, is_train) for member in model.layers]
+    only = model.attrs.get("papers_only") or [False] * len(outputs)
+    papers = model.ops.asarray2f(paper_rows(X)[:, None]) if any(only) else None
     if not is_train:
+        weights = [model.ops.asarray2f(numpy.full((1, 1), w, dtype="f")) * (papers if o else 1.0)
+                   for w, o in zip(model.attrs["weights"], only)]
+        total = sum(weights)
         mixed = None
-        for w, (probs, _) in zip(model.attrs["weights"], outputs):
-            mixed = probs * w if mixed is None else mixed + probs * w
+        for w, (probs, _) in zip(weights, outputs):
+            mixed = probs * (w / total) if mixed is None else mixed + probs * (w / total)
         return mixed, lambda dY: []
     widths = [probs.shape[1] for probs, _ in outputs]
     stacked = model.ops.xp.hstack([probs for probs, _ in outputs])
 
     def backprop(dY: Floats2d):
         start = 0
-        for width, (_, bp) in zip(widths, outputs):
-            bp(model.ops.xp.ascontiguousarray(dY[:, start : start + width]))
+        for width, o, (_, bp) in zip(widths, only, outputs):
+            d = dY[:, start : start + width]
+            bp(model.ops.xp.ascontiguousarray(d * papers if o else d))
             start += width
         return []
 
@@ -202,6 +232,7 @@ def build_full_paper_sentence_classifier(
     lexical_length: int = 2 ** 19,
     neighbour_weight: float = 0.5,
     heading_words: bool = False,
+    lexical_docs: str = "all",
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """``SectionAwareSentenceClassifier.v3`` (sections as segments and
@@ -211,7 +242,12 @@ def build_full_paper_sentence_classifier(
     network's sparse n-gram part stays: ``ngram_size``); ``lexical_*``,
     ``neighbour_weight``, ``heading_words``: the lexical expert's (module
     docstring). ``lexical_weight = 0`` still trains the lexical expert but
-    predicts with the network alone."""
+    predicts with the network alone. ``lexical_docs``: "all", or "papers":
+    the lexical expert learns from and speaks on full papers only
+    (``experts``' ``papers_only``), abstracts and plain text are the
+    network's."""
+    if lexical_docs not in ("all", "papers"):
+        raise ValueError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
     pooler, layers = section_aware_layers(
         tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
         maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
@@ -219,6 +255,7 @@ def build_full_paper_sentence_classifier(
     network = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
                         head_scale=head_scale)
     lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections")
-    mixture = experts([network, lexical], [1.0 - lexical_weight, lexical_weight], nO=nO)
+    mixture = experts([network, lexical], [1.0 - lexical_weight, lexical_weight], nO=nO,
+                      papers_only=[False, lexical_docs == "papers"])
     return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
                                 acknowledgements)
