@@ -21,8 +21,8 @@ from spacy_rhetoric.corpus_builder import (
     normalise_text,
     valid_papers,
 )
-from spacy_rhetoric.corpus_builder.runners import import_distributed
 from spacy_rhetoric.corpus_builder.settings import import_code
+from spacy_rhetoric.jobs import JobError, import_distributed
 from spacy_rhetoric.pipeline.single_sentence import sentence_doc
 from spacy_rhetoric.readers.splits import split_doc_ids
 
@@ -336,7 +336,7 @@ def test_missing_dask_gives_clear_error(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(CorpusBuildError, match=r"spacy_rhetoric\[distributed\]"):
+    with pytest.raises(JobError, match=r"spacy_rhetoric\[distributed\]"):
         import_distributed()
 
 

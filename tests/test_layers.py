@@ -18,7 +18,7 @@ LAYERS = [
     ("evaluation", {"evaluation"}),
     ("pipeline", {"pipeline"}),
     ("training", {"training", "pretrain"}),
-    ("apps", {"apps", "search", "corpus_builder"}),
+    ("apps", {"apps", "search", "corpus_builder", "jobs"}),
     ("cli", {"cli", "__main__"}),
 ]
 LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}

@@ -278,7 +278,7 @@ def test_n_process_bounded_by_cpus_and_inputs(model_dir, tmp_path, monkeypatch, 
     from spacy.language import Language
 
     from spacy_rhetoric.apps.annotate import annotate_corpus
-    from spacy_rhetoric.corpus_builder.runners import bounded_processes
+    from spacy_rhetoric.jobs import bounded_processes
 
     asked = []
     pipe = Language.pipe

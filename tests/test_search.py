@@ -127,7 +127,7 @@ def test_metadata_round_trip(built, model_dir):
     assert con.execute("SELECT COUNT(DISTINCT id), MIN(id), MAX(id) FROM sentences").fetchone() == (16, 0, 15)
 
 
-def test_filters(built):
+def test_filters(built, monkeypatch):
     index = RhetoricIndex.load(path := built[0])
     query = "We propose a copy mechanism for the decoder."
     assert {h.paper for h in index.search(query, k=10, paper="P2")} == {"P2"}
@@ -139,16 +139,17 @@ def test_filters(built):
     both = index.search(query, k=16, section="Introduction", paper="P1")
     assert [(h.paper, h.section) for h in both] == [("P1", "Introduction")] * 2
     assert index.search(query, paper="nope") == []
-    # the faiss selector path gives the same hits as the exact subset path
-    import spacy_rhetoric.search as search_mod
+    # the faiss selector path gives the same hits as the exact subset path (the constant is read
+    # where the search runs: patching the package's re-exported copy would test nothing)
+    import spacy_rhetoric.search.faiss_index as faiss_mod
 
     exact = [h.id for h in index.search(query, k=3, section="Methods")]
-    old = search_mod.SUBSET_EXACT_MAX
-    search_mod.SUBSET_EXACT_MAX = 0
-    try:
-        assert [h.id for h in index.search(query, k=3, section="Methods")] == exact
-    finally:
-        search_mod.SUBSET_EXACT_MAX = old
+    calls = []
+    real_params = faiss_mod.selector_params
+    monkeypatch.setattr(faiss_mod, "SUBSET_EXACT_MAX", 0)
+    monkeypatch.setattr(faiss_mod, "selector_params", lambda *a: calls.append(1) or real_params(*a))
+    assert [h.id for h in index.search(query, k=3, section="Methods")] == exact
+    assert calls, "the filtered search did not take the faiss selector path"
     assert path.exists()
 
 
@@ -306,10 +307,10 @@ def test_killed_build_resumes_without_duplicates(model_dir, tmp_path):
     assert len(texts) == len(set(texts)) == 600
 
 
-def test_filtered_search_survives_faiss_torch_utils(built):
+def test_filtered_search_survives_faiss_torch_utils(built, monkeypatch):
     """pytorch-metric-learning imports faiss.contrib.torch_utils, which patches
     Index.search for the whole process; filtered search must still work."""
     pytest.importorskip("faiss.contrib.torch_utils")
     import faiss.contrib.torch_utils  # noqa: F401
 
-    test_filters(built)
+    test_filters(built, monkeypatch)

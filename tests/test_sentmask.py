@@ -1,4 +1,5 @@
 """SENT-MASK: InfoNCE loss, window arithmetic, example building, training round trip."""
+import json
 import math
 import random
 
@@ -250,3 +251,44 @@ def test_sentmask_learns_on_one_paper(tmp_path, tiny_model_dir):
     info = train_sentmask([Paper("p", sents)], tmp_path, settings, progress=False)
     losses = [row["loss"] for row in info["history"]]
     assert losses[-1] < 0.5 * math.log(4) and losses[-1] < losses[0]
+
+
+def test_train_sentmask_resumes_from_checkpoint(tmp_path, tiny_model_dir, monkeypatch):
+    """Killed after step 5 (last checkpoint at step 3), the same call resumes and ends
+    with the weights of an uninterrupted run (batches, MLM masks and dropout replayed)."""
+    from safetensors.torch import load_file
+
+    from spacy_rhetoric.ml.training_loop import CheckpointError
+    from spacy_rhetoric.pretrain import sentmask
+
+    settings = SentMaskSettings(model=str(tiny_model_dir), window_sents=4, targets_per_window=2,
+                                n_negatives=2, max_sentence_tokens=8, windows_per_step=2, epochs=2,
+                                learn_rate=1e-3, warmup_steps=1, log_every=1, mlm_weight=0.5, checkpoint_every=3)
+    papers = [Paper("p", SENTS), Paper("q", SENTS[::-1])]
+    full = sentmask.train_sentmask(papers, tmp_path / "full", settings, progress=False)
+
+    class Killed(Exception):
+        pass
+
+    real_loss, calls = sentmask.sentmask_loss, []
+
+    def dies_at_step_6(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 6:
+            raise Killed
+        return real_loss(*args, **kwargs)
+
+    monkeypatch.setattr(sentmask, "sentmask_loss", dies_at_step_6)
+    with pytest.raises(Killed):
+        sentmask.train_sentmask(papers, tmp_path / "run", settings, progress=False)
+    assert json.loads((tmp_path / "run" / "checkpoint" / "trainer_state.json").read_text())["step"] == 3
+    with pytest.raises(CheckpointError):  # other settings: refused, not mixed
+        sentmask.train_sentmask(papers, tmp_path / "run", SentMaskSettings(**{**settings.__dict__, "seed": 1}),
+                                progress=False)
+    monkeypatch.setattr(sentmask, "sentmask_loss", real_loss)
+    resumed = sentmask.train_sentmask(papers, tmp_path / "run", settings, progress=False)
+    assert resumed["steps"] == full["steps"] == 8 and resumed["targets"] == full["targets"]
+    assert not (tmp_path / "run" / "checkpoint").exists()  # removed once the model is written
+    a, b = (load_file(str(p / "model" / "model.safetensors")) for p in (tmp_path / "full", tmp_path / "run"))
+    for name in a:
+        assert torch.allclose(a[name], b[name], atol=1e-6), name

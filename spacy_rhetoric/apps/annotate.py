@@ -14,7 +14,7 @@ files and the files of any build are left out), one shard per input in
 inputs whose shard exists, so it ends with the output of an uninterrupted
 run, without duplicates), the settings recorded in ``OUT/build_config.json``
 (resuming with another pipeline or other options is refused unless
-``overwrite``), and the two runners: one ordered ``nlp.pipe`` stream
+``overwrite``), and the two runners of ``spacy_rhetoric.jobs``: one ordered ``nlp.pipe`` stream
 (``n_process``) or one Dask task per input (the client reads the inputs and
 sends each as DocBin bytes, workers load the pipeline from its path and
 send back records and, with ``spacy``, the annotated DocBin). At the end the
@@ -38,9 +38,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from .. import extensions as ext
-from ..corpus_builder.build import _NoProgress
 from ..corpus_builder.inputs import InputFile, discover_inputs
-from ..corpus_builder.runners import OnShard, dask_tasks, stream_inputs
+from ..corpus_builder.runners import OnShard
 from ..corpus_builder.settings import (
     ANNOTATION_FILES,
     SUMMARY_FILE,
@@ -53,15 +52,14 @@ from ..corpus_builder.settings import (
 from ..corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
 from ..extensions import docbin_docs
 from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
+from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
 from ..readers.common import ReaderError, sentence_splitters
 from ..readers.papers import EXTENSIONS, FORMATS
+from .records import RECORD_FIELDS, doc_records  # noqa: F401 - RECORD_FIELDS: the records' fields, re-exported
 
 PathLike = Union[str, Path]
 ANNOTATE_FORMATS = ("auto",) + FORMATS + ("spacy",)
 JSONL_FILE, SPACY_FILE = ANNOTATION_FILES
-# One sentence's record, in this order (``vector`` only with ``vectors=True``).
-RECORD_FIELDS = ("paper_id", "index", "sid", "section", "heading", "paragraph", "text", "start_char",
-                 "end_char", "label", "scores", "fine_label", "fine_scores", "phrase_label", "phrase_ngram")
 
 
 @dataclass(frozen=True)
@@ -137,8 +135,7 @@ def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress
         return read_docs(inp, nlp, doc_id, grobid)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
-    skipped.append({"input": inp.key, "reason": reason})
-    progress.update(1)
+    record_skip(skipped, inp.key, reason, progress)
     return None
 
 
@@ -152,26 +149,11 @@ def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]
     absent or gave nothing (whitespace-only sentences). The written records
     also carry ``input``, the key (path relative to the folder given) of the
     file the paper came from; paper ids are unique in the corpus
-    (``readers.papers.paper_ids``)."""
-    paper_id = ext.get_doc_value(doc, ext.DOC_ID)
-    records = []
-    for i, sent in enumerate(doc.sents):
-        values = {field: ext.get_span_value(sent, field) for field in (
-            ext.SID, ext.SECTION, ext.HEADING, ext.PARAGRAPH, ext.LABEL, ext.SCORES, ext.FINE_LABEL,
-            ext.FINE_SCORES, ext.PHRASE_LABEL, ext.PHRASE_MATCH)}
-        match = values[ext.PHRASE_MATCH]
-        rec = {
-            "paper_id": None if paper_id is None else str(paper_id), "index": i, "sid": values[ext.SID],
-            "section": values[ext.SECTION], "heading": values[ext.HEADING], "paragraph": values[ext.PARAGRAPH],
-            "text": sent.text, "start_char": sent.start_char, "end_char": sent.end_char,
-            "label": values[ext.LABEL], "scores": values[ext.SCORES], "fine_label": values[ext.FINE_LABEL],
-            "fine_scores": values[ext.FINE_SCORES], "phrase_label": values[ext.PHRASE_LABEL],
-            "phrase_ngram": match.text if match is not None else None,
-        }
-        if vectors:
-            vector = ext.get_span_value(sent, ext.VECTOR)
-            rec["vector"] = vector.tolist() if vector is not None else None
-        records.append(rec)
+    (``readers.papers.paper_ids``). Built by ``records.doc_records``."""
+    records = doc_records(doc, vector=vectors)
+    if vectors:
+        for rec in records:
+            rec["vector"] = rec["vector"].tolist() if rec["vector"] is not None else None
     return records
 
 
@@ -259,26 +241,9 @@ def pipeline_digest(pipeline: PathLike) -> str:
     return h.hexdigest()
 
 
-# Worker-side cache (Dask): one pipeline per (path, code) per worker process.
-_WORKER_NLP: Dict[Tuple[str, Optional[str]], Language] = {}
-
-
-def _worker_nlp(settings: AnnotateSettings) -> Language:
-    key = (settings.pipeline, settings.code)
-    if key not in _WORKER_NLP:
-        _WORKER_NLP.clear()
-        _WORKER_NLP[key] = load_pipeline(settings.pipeline, settings.code)
-    return _WORKER_NLP[key]
-
-
-def _warm_worker(settings: AnnotateSettings) -> bool:
-    _worker_nlp(settings)
-    return True
-
-
-def dask_annotate_task(docs: bytes, settings: AnnotateSettings, batch_size: int):
-    """The per-input Dask task: annotate the Docs of one input (DocBin bytes)."""
-    nlp = _worker_nlp(settings)
+def annotate_docbin(nlp: Language, docs: bytes, settings: AnnotateSettings, batch_size: int):
+    """A Dask task's work (``jobs.dask_tasks``): annotate the Docs of one
+    input (DocBin bytes) with the worker's pipeline."""
     return annotate_docs(nlp, list(docbin_docs(DocBin(store_user_data=True).from_bytes(docs), nlp.vocab)),
                          settings, batch_size)
 
@@ -385,21 +350,18 @@ def annotate_corpus(
         if on_shard is not None:
             on_shard(inp, header)
 
-    if show_progress:
-        from tqdm import tqdm
-
-        progress = tqdm(total=len(all_inputs), initial=len(all_inputs) - len(pending), unit="file", desc="annotate")
-    else:
-        progress = _NoProgress()
+    progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
+                            desc="annotate")
     start = time.perf_counter()
     try:
         if pending and scheduler:
             seconds = dask_tasks(
                 scheduler, workers, pending,
+                pipeline=(load_pipeline, (settings.pipeline, settings.code)),
                 read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
-                task=dask_annotate_task,
-                task_args=lambda inp, docs, shared: (docbin_bytes(docs), settings, batch_size),
-                finish=finish, warm=(_warm_worker, (settings,)), name="annotate",
+                work=annotate_docbin,
+                work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
+                finish=finish, name="annotate",
             )
         elif pending:
             from ..long_docs import process_long_doc

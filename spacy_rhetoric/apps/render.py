@@ -28,6 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 from spacy.tokens import Doc
 
 from .. import extensions as ext
+from .records import doc_records
 
 DEFAULT_COLORS = {
     "background": "#a6cee3",
@@ -115,22 +116,16 @@ def sentence_records(doc: Doc, *, spans_key: str = ext.SPANS_KEY) -> List[Dict[s
         probs = group.attrs.get("scores")
         for i, span in enumerate(group):
             p = float(probs[i]) if probs is not None and i < len(probs) else None
-            by_offsets[(span.start, span.end)] = (span.label_, p)
-    sents = list(doc.sents) if doc.has_annotation("SENT_START") else [doc[:]]
+            by_offsets[(span.start_char, span.end_char)] = (span.label_, p)
     out = []
-    for i, sent in enumerate(sents):
-        if not sent.text.strip():
-            continue
-        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
-        label, prob = by_offsets.get((sent.start, sent.end), (get(ext.LABEL), None))
-        scores = get(ext.SCORES) or ({label: prob} if label and prob is not None else {})
-        match = get(ext.PHRASE_MATCH)
+    for rec in doc_records(doc, skip_blank=True):
+        label, prob = by_offsets.get((rec["start_char"], rec["end_char"]), (rec["label"], None))
         out.append({
-            "index": i, "text": sent.text, "label": label, "scores": scores,
-            "fine_label": get(ext.FINE_LABEL), "fine_scores": get(ext.FINE_SCORES) or {},
-            "section": get(ext.SECTION) or get(ext.HEADING), "heading": get(ext.HEADING),
-            "paragraph": get(ext.PARAGRAPH), "phrase_label": get(ext.PHRASE_LABEL),
-            "phrase": match.text if match is not None else None, "sid": get(ext.SID),
+            "index": rec["index"], "text": rec["text"], "label": label,
+            "scores": rec["scores"] or ({label: prob} if label and prob is not None else {}),
+            "fine_label": rec["fine_label"], "fine_scores": rec["fine_scores"] or {},
+            "section": rec["section"] or rec["heading"], "heading": rec["heading"], "paragraph": rec["paragraph"],
+            "phrase_label": rec["phrase_label"], "phrase": rec["phrase_ngram"], "sid": rec["sid"],
         })
     return out
 

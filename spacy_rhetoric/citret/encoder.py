@@ -10,10 +10,10 @@ a step budget are arguments so that a run can be bounded. The
 sentence-transformers trainer is not used: it needs ``datasets`` and
 ``accelerate``, whose current releases require a ``huggingface_hub`` that the
 pinned transformers 4.53.2 does not accept. The loop below is the trainer's
-minimum: seeded batches, the loss, the optimizer and schedule, and
-checkpoints. Checkpoints (model in safetensors, optimizer and scheduler state
-read back with ``torch.load(weights_only=True)``, step in JSON) are written
-every ``checkpoint_every`` steps and a run resumes from the last one: batches
+minimum, shared with the pre-training loops (``spacy_rhetoric.ml.training_loop``):
+seeded batches, the loss, the optimizer and schedule, and checkpoints
+(state dicts read back with ``torch.load(weights_only=True)``, step in JSON)
+every ``checkpoint_every`` steps; a run resumes from the last one: batches
 are drawn from a seeded permutation per epoch, so a resumed run sees the same
 batches as an uninterrupted one.
 """
@@ -28,7 +28,6 @@ from ..io import atomic_write_json
 from ..ml.st_models import encode, load_sentence_transformer
 
 Pair = Tuple[str, str, float]
-CHECKPOINT_STATE = "trainer_state.json"
 META = "encoder.json"
 
 
@@ -120,8 +119,9 @@ def finetune(
     import torch
     from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
     from sentence_transformers.util import batch_to_device
-    from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
+
+    from ..ml.training_loop import train_loop
 
     pairs = list(pairs)
     if not pairs:
@@ -144,64 +144,26 @@ def finetune(
         lr=learning_rate,
     )
     scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total), max(total, 1))
-    step = 0
-    losses: List[float] = []
-    ckpt = Path(checkpoint_dir) if checkpoint_dir else None
-    if ckpt and resume and (ckpt / CHECKPOINT_STATE).exists():
-        state = json.loads((ckpt / CHECKPOINT_STATE).read_text(encoding="utf8"))
-        saved = load_sentence_transformer(ckpt / "model", max_length=encoder.max_length, device=model.device)
-        model.load_state_dict(saved.state_dict())
-        optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
-        scheduler.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=True))
-        step = int(state["step"])
-        losses = list(state.get("losses", []))
 
-    def save_checkpoint() -> None:
-        if ckpt is None:
-            return
-        ckpt.mkdir(parents=True, exist_ok=True)
-        encoder.save(ckpt / "model")
-        torch.save(optimizer.state_dict(), ckpt / "optimizer.pt")
-        torch.save(scheduler.state_dict(), ckpt / "scheduler.pt")
-        atomic_write_json(ckpt / CHECKPOINT_STATE,
-                          {"step": step, "total": total, "losses": losses, "pairs": len(pairs)})
+    def batch_loss(idx: List[int]):
+        features = [batch_to_device(model.preprocess([pairs[i][k] for i in idx]), model.device) for k in (0, 1)]
+        target = torch.tensor([float(pairs[i][2]) for i in idx], device=model.device)
+        return loss_fn(features, target)
 
     model.train()
-    bar = tqdm(total=total, initial=step, disable=not progress, desc="fine-tuning encoder", unit="step")
-    done = step
     try:
-        for epoch in range(epochs):
-            for b, idx in enumerate(_batches_for_epoch(len(pairs), batch_size, seed, epoch)):
-                global_index = epoch * per_epoch + b
-                if global_index < done:
-                    continue  # already trained before the resume
-                if step >= total:
-                    break
-                features = [batch_to_device(model.preprocess([pairs[i][k] for i in idx]), model.device)
-                            for k in (0, 1)]
-                target = torch.tensor([float(pairs[i][2]) for i in idx], device=model.device)
-                value = loss_fn(features, target)
-                optimizer.zero_grad()
-                value.backward()
-                optimizer.step()
-                scheduler.step()
-                step += 1
-                losses.append(float(value.detach()))
-                bar.update(1)
-                bar.set_postfix(loss=f"{losses[-1]:.4f}")
-                if ckpt is not None and step % checkpoint_every == 0:
-                    save_checkpoint()
-                if on_step is not None:
-                    on_step(step, losses[-1])
-            if step >= total:
-                break
+        result = train_loop(
+            model, optimizer, scheduler, lambda epoch: _batches_for_epoch(len(pairs), batch_size, seed, epoch),
+            batch_loss, epochs=epochs, total=total, progress="fine-tuning encoder" if progress else None,
+            checkpoint=Path(checkpoint_dir) if checkpoint_dir else None, checkpoint_every=checkpoint_every,
+            resume=resume, state={"pairs": len(pairs)}, on_step=on_step,
+        )
     finally:
-        bar.close()
         model.eval()
-    save_checkpoint()
+    losses = result.losses
     return {
-        "steps": float(step),
-        "epochs": float(step) / per_epoch,
+        "steps": float(result.steps),
+        "epochs": float(result.steps) / per_epoch,
         "last_loss": losses[-1] if losses else float("nan"),
         "mean_loss": float(numpy.mean(losses)) if losses else float("nan"),
         "pairs": float(len(pairs)),

@@ -11,7 +11,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import guard, non_negative_int, nothing_done, positive_int
+from .common import guard, non_negative_int, nothing_done, positive_int, report_skipped
 
 
 def _check_format(value: str) -> str:
@@ -71,7 +71,4 @@ def annotate_command(
     timing = summary["timing"]
     if timing["sentences_per_second"]:
         msg.info(f"{timing['papers_per_second']:.2f} papers/s, {timing['sentences_per_second']:.0f} sentences/s")
-    if summary["inputs_skipped"]:
-        msg.warn(f"{summary['inputs_skipped']} inputs skipped:")
-        for item in summary["skipped"][:20]:
-            msg.text(f"  {item['reason']}")
+    report_skipped(summary)

@@ -2,7 +2,7 @@
 mistake (``fail``, ``guard``), and option validators for typer callbacks."""
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple, Type
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
 
 import typer
 from thinc.api import ConfigValidationError
@@ -80,6 +80,15 @@ GPU_ID_HELP = "GPU id for the torch models (-1 = CPU), as spacy train --gpu-id"
 def nothing_done(reason: str) -> None:
     """Exit 1 with a line saying why nothing usable was produced."""
     fail(f"Nothing done: {reason}")
+
+
+def report_skipped(summary: Dict[str, Any]) -> None:
+    """The inputs a build (label, annotate) skipped and counted, the first 20
+    with their reason."""
+    if summary["inputs_skipped"]:
+        msg.warn(f"{summary['inputs_skipped']} inputs skipped:")
+        for item in summary["skipped"][:20]:
+            msg.text(f"  {item['reason']}")
 
 
 def split_ids(value: Optional[str]) -> Optional[List[str]]:

@@ -11,7 +11,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import fail, guard, non_negative_int, nothing_done, positive_int
+from .common import fail, guard, non_negative_int, nothing_done, positive_int, report_skipped
 
 
 def default_phrases() -> Path:
@@ -87,10 +87,7 @@ def label_command(
     )
     if summary["inputs_pending"]:
         msg.warn(f"{summary['inputs_pending']} inputs not labeled yet (--merge-only): rerun without it to finish")
-    if summary["inputs_skipped"]:
-        msg.warn(f"{summary['inputs_skipped']} inputs skipped:")
-        for item in summary["skipped"][:20]:
-            msg.text(f"  {item['reason']}")
+    report_skipped(summary)
     if summary["bad_records"]:
         msg.warn(f"{summary['bad_records']} malformed records skipped, e.g. {summary['bad_record_examples'][:3]}")
     if summary["timing"]["words_per_second"]:

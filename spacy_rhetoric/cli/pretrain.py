@@ -33,7 +33,8 @@ def pretrain_sentmask_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """SENT-MASK pre-training; writes a model directory for
-    [components.transformer.model.name] name = OUTPUT/model."""
+    [components.transformer.model.name] name = OUTPUT/model. Checkpoints
+    every 200 steps go to OUTPUT/checkpoint; rerunning the same command resumes."""
     from ..pretrain.sentmask import SentMaskSettings, read_papers, train_sentmask
 
     with guard("pretrain-sentmask"):
@@ -79,7 +80,8 @@ def train_cosaemb_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", help=GPU_ID_HELP),
 ) -> None:
     """COSAEMB section-aware chunk embeddings (graded triplet margins); the
-    model directory is the model_name of rhetoric_section_encoder."""
+    model directory is the model_name of rhetoric_section_encoder. Checkpoints
+    every 200 steps go to OUTPUT/checkpoint; rerunning the same command resumes."""
     from ..pretrain.cosaemb import CosaembSettings, clscisumm_corpus, train_cosaemb
 
     with guard("train-cosaemb"):

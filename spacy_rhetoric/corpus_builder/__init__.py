@@ -40,9 +40,9 @@ Modules, one per concern:
     nor a shared file system; its workers need spacy_rhetoric and the parser
     package installed, and a ``code`` file at the same path). The phrase list
     travels as a computed future, so losing a worker loses no data.
-    The loops themselves are generic (``stream_inputs``, ``dask_tasks``):
-    ``spacy-rhetoric annotate`` (``spacy_rhetoric.apps.annotate``) runs on them
-    too, with inputs, shards and resume from this package.
+    The loops themselves are the project's job runner
+    (``spacy_rhetoric.jobs``: ``stream_inputs``, ``dask_tasks``), which
+    ``spacy-rhetoric annotate`` and ``index`` run on too.
 ``merge``
     Deterministic, rerun in full on every build. Shards are read in sorted
     input-key order, sentences in source order. De-duplication is by

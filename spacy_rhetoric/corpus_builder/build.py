@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..io import atomic_write_json, check_input, check_output
+from ..jobs import progress_bar
 from ..util import DEFAULT_PARSER, load_parser
 from .inputs import discover_inputs
 from .labeling import build_nlp
@@ -25,14 +26,6 @@ from .settings import (
 from .shards import read_shard_header, shard_path
 
 PhraseArg = Union[str, Path, Sequence[Tuple[str, str]]]
-
-
-class _NoProgress:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def check_build_args(
@@ -134,12 +127,8 @@ def build_corpus(
 
     pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
     skipped: List[Dict[str, str]] = []
-    if show_progress:
-        from tqdm import tqdm
-
-        progress = tqdm(total=len(all_inputs), initial=len(all_inputs) - len(pending), unit="file", desc="label")
-    else:
-        progress = _NoProgress()
+    progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
+                            desc="label")
     try:
         if not pending or merge_only:
             n_done, n_words, label_seconds = 0, 0, 0.0

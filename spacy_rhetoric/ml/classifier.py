@@ -13,7 +13,7 @@ label probabilities, one row per sentence in the order of ``indices``.
   boundaries, and its output is concatenated with position features
   (relative position, is-first, is-last) before the Softmax.
 """
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -35,6 +35,7 @@ from thinc.api import (
 )
 from thinc.types import Floats2d, Ragged
 
+from .assembly import CONTEXT_TRUNK, architecture, sentence_model
 from .pooling import build_sentence_pooler, ragged_to_array
 
 N_POSITION_FEATURES = 3
@@ -181,26 +182,13 @@ def build_sentence_classifier(
     if hidden_size > 0:
         layers.append(Maxout(nO=hidden_size, nP=3, dropout=dropout, normalize=True))
     layers.append(output_layer)
-    model = chain(*layers)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.set_ref("output_layer", output_layer)
-    model.attrs["context"] = False
-    return model
+    return sentence_model(chain(*layers), tok2vec=tok2vec, pooler=pooler, output_layer=output_layer,
+                          context=False)
 
 
 @registry.architectures("spacy_rhetoric.ContextSentenceClassifier.v1")
-def build_context_sentence_classifier(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean",
-    width: int = 128,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    dropout: float = 0.1,
-    nO: Optional[int] = None,
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+@architecture(*CONTEXT_TRUNK, "nO")
+def build_context_sentence_classifier(tok2vec: Model, nO: Optional[int], **trunk: Any) -> Model:
     """Classifier that sees a sentence's neighbours and position.
 
     pooled sentence vectors -> Maxout projection to ``width`` -> context
@@ -208,15 +196,12 @@ def build_context_sentence_classifier(
     ``window_size`` neighbours per side per layer, or "lstm", a BiLSTM;
     ``depth`` layers) -> concatenated with (relative position, is-first,
     is-last) -> Softmax.
+
+    Arguments: tok2vec, pooling ("mean"), width (128), encoder ("cnn"),
+    depth (2), window_size (1), maxout_pieces (3), dropout (0.1), nO
+    (``assembly.ARGUMENTS``).
     """
-    pooler, in_context = build_context_trunk(
-        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
+    pooler, in_context = build_context_trunk(tok2vec, **trunk)
     output_layer = Softmax(nO=nO)
-    model = chain(pooler, in_context, Dropout(dropout), output_layer)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.set_ref("output_layer", output_layer)
-    model.attrs["context"] = True
-    return model
+    return sentence_model(chain(pooler, in_context, Dropout(trunk["dropout"]), output_layer), tok2vec=tok2vec,
+                          pooler=pooler, output_layer=output_layer, context=True)

@@ -23,13 +23,14 @@ with one row per sentence, in the order of ``indices``. The vectors are NOT
 normalised here: the metric losses decide how to treat the norm, and the
 pipe L2-normalises the vectors it stores.
 """
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Dropout, Linear, Maxout, Model, chain
 from thinc.types import Floats2d, Ragged
 
+from .assembly import CONTEXT_TRUNK, architecture, sentence_model
 from .classifier import build_context_trunk
 from .pooling import build_sentence_pooler, ragged_to_array
 
@@ -76,17 +77,9 @@ def build_sentence_encoder(
 
 
 @registry.architectures("spacy_rhetoric.ContextSentenceEncoder.v1")
-def build_context_sentence_encoder(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean",
-    width: int = 256,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    projection_width: Optional[int] = 256,
-    dropout: float = 0.1,
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+@architecture(*CONTEXT_TRUNK[:-1], "projection_width", "dropout", width=256)
+def build_context_sentence_encoder(tok2vec: Model, pooling: str, projection_width: Optional[int],
+                                   **trunk: Any) -> Model:
     """Sentence vectors that see the sentence's neighbours and position.
 
     pooled token vectors -> Maxout to ``width`` -> context layer over each
@@ -94,24 +87,20 @@ def build_context_sentence_encoder(
     blocks with ``window_size`` neighbours per side; "lstm": a BiLSTM of
     ``depth`` layers) -> + position features -> Linear to
     ``projection_width`` (None or 0: the output is the context width + 3).
+    Arguments: tok2vec, pooling ("mean"), width (256), encoder ("cnn"),
+    depth (2), window_size (1), maxout_pieces (3), projection_width (256),
+    dropout (0.1) (``assembly.ARGUMENTS``).
     """
-    pooler, in_context = build_context_trunk(
-        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
+    pooler, in_context = build_context_trunk(tok2vec, pooling, **trunk)
     layers: List[Model] = [pooler, in_context]
     if projection_width:
         layers.append(Linear(nO=projection_width))
-    model = _finish(chain(*layers), "context_sentence_encoder", tok2vec, pooler, pooling, projection_width)
-    model.attrs["context"] = True
-    return model
+    return _finish(chain(*layers), "context_sentence_encoder", tok2vec, pooler, pooling, projection_width,
+                   context=True)
 
 
 def _finish(model: Model, name: str, tok2vec: Model, pooler: Model, pooling: str,
-            projection_width: Optional[int]) -> Model:
+            projection_width: Optional[int], **attrs: Any) -> Model:
     model.name = name
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.attrs["pooling"] = pooling
-    model.attrs["projection_width"] = projection_width or None
-    return model
+    return sentence_model(model, tok2vec=tok2vec, pooler=pooler, pooling=pooling,
+                          projection_width=projection_width or None, **attrs)

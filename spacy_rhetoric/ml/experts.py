@@ -248,9 +248,10 @@ def build_full_paper_sentence_classifier(
     network's."""
     if lexical_docs not in ("all", "papers"):
         raise ValueError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
-    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
-                                          dropout, hidden_size, use_sections, section_scale, acknowledgements,
-                                          positions="sections")
+    pooler, layers = section_aware_layers(
+        tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
+        section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
     network = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
                         head_scale=head_scale)
     lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections")

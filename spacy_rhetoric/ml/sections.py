@@ -29,7 +29,7 @@ with the model); without ``forced_label`` among them nothing is forced.
 ``use_sections = false`` gives the same network with all-zero section
 features and no rule: the baseline of ``benchmarks/bench_sections.py``.
 """
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -49,6 +49,7 @@ from ..section_headings import (  # noqa: F401 - BODY_SECTIONS, UNKNOWN... re-ex
     sentence_sections,
     token_values,
 )
+from .assembly import CONTEXT_TRUNK, SECTION_ARGUMENTS, SEQUENCE_HEAD, architecture, sentence_model
 from .classifier import N_POSITION_FEATURES, append_positions, build_context_trunk
 from .segments import as_batch, sections_of, segments_of
 from .sequence import crf_layer, emitters
@@ -175,27 +176,23 @@ def _segment_positions_forward(model: Model, X: Tuple[List[Doc], Ragged], is_tra
 POSITIONS = ("docs", "sections")
 
 
-def section_aware_layers(tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int,
-                         maxout_pieces: int, dropout: float, hidden_size: int, use_sections: bool,
-                         section_scale: float, acknowledgements: bool,
-                         positions: str = "docs") -> Tuple[Model, List[Model]]:
+def section_aware_layers(tok2vec: Model, *, hidden_size: int, use_sections: bool, section_scale: float,
+                         acknowledgements: bool, positions: str = "docs", **trunk: Any) -> Tuple[Model, List[Model]]:
     """The pooler and the layers all versions share, up to the output:
-    context trunk concatenated with the section one-hot, Dropout, optional
-    Maxout. ``positions``: "docs" (v1, v2) counts the trunk's position
-    features over the doc, "sections" within each run of same-section
-    sentences (``with_segment_positions``)."""
+    context trunk (``trunk``: the arguments of ``build_context_trunk``)
+    concatenated with the section one-hot, Dropout, optional Maxout.
+    ``positions``: "docs" (v1, v2) counts the trunk's position features over
+    the doc, "sections" within each run of same-section sentences
+    (``with_segment_positions``)."""
     if positions not in POSITIONS:
         raise ValueError(f"Unknown positions {positions!r}: use one of {POSITIONS}")
-    pooler, in_context = build_context_trunk(
-        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
+    pooler, in_context = build_context_trunk(tok2vec, **trunk)
     # in_context is with_positions(project >> context) over whole docs
-    trunk = chain(pooler, in_context) if positions == "docs" else with_segment_positions(pooler, in_context.layers[0])
-    layers = [concatenate(trunk, section_features(use_sections, section_scale, acknowledgements)),
-              Dropout(dropout)]
+    trunk_model = chain(pooler, in_context) if positions == "docs" else with_segment_positions(pooler, in_context.layers[0])
+    layers = [concatenate(trunk_model, section_features(use_sections, section_scale, acknowledgements)),
+              Dropout(trunk["dropout"])]
     if hidden_size > 0:
-        layers.append(Maxout(nO=hidden_size, nP=maxout_pieces, dropout=dropout, normalize=True))
+        layers.append(Maxout(nO=hidden_size, nP=trunk["maxout_pieces"], dropout=trunk["dropout"], normalize=True))
     return pooler, layers
 
 
@@ -205,31 +202,13 @@ def _section_aware_model(scorer: Model, tok2vec: Model, pooler: Model, output_la
     """``scorer`` with the back-matter rule, and the refs and attrs the
     rhetoric_function_classifier reads."""
     model = force_sections(scorer, forced_sections, forced_label, use_sections, acknowledgements)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.set_ref("output_layer", output_layer)
-    model.attrs["context"] = True
-    return model
+    return sentence_model(model, tok2vec=tok2vec, pooler=pooler, output_layer=output_layer, context=True)
 
 
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v1")
-def build_section_aware_sentence_classifier(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean",
-    width: int = 128,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    dropout: float = 0.1,
-    hidden_size: int = 0,
-    use_sections: bool = True,
-    forced_sections: Sequence[str] = (BACK_MATTER,),
-    forced_label: str = OTHER,
-    section_scale: float = 1.0,
-    acknowledgements: bool = False,
-    nO: Optional[int] = None,
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+@architecture(*CONTEXT_TRUNK, *SECTION_ARGUMENTS, "nO")
+def build_section_aware_sentence_classifier(tok2vec: Model, forced_sections: Sequence[str], forced_label: str,
+                                            nO: Optional[int], **layer_args: Any) -> Model:
     """Context classifier (as ``ContextSentenceClassifier.v1``) whose output
     layer also sees a one-hot of the sentence's section; sentences in
     ``forced_sections`` get ``forced_label`` by rule (module docstring).
@@ -243,38 +222,20 @@ def build_section_aware_sentence_classifier(
     ("We would like to thank...", "This work was supported by...") is back
     matter wherever it stands (e.g. the last sentence of a conclusion). use_sections: false gives the
     same network without section information (all-zero features, no rule).
+    Other arguments (tok2vec, pooling, width, encoder, depth, window_size,
+    maxout_pieces, dropout, nO): as ``ContextSentenceClassifier.v1``
+    (declared in ``assembly.ARGUMENTS``).
     """
-    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
-                                          dropout, hidden_size, use_sections, section_scale, acknowledgements)
+    pooler, layers = section_aware_layers(tok2vec, **layer_args)
     output_layer = Softmax(nO=nO)
     layers.append(output_layer)
     return _section_aware_model(chain(*layers), tok2vec, pooler, output_layer, forced_sections, forced_label,
-                                use_sections, acknowledgements)
+                                layer_args["use_sections"], layer_args["acknowledgements"])
 
 
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v2")
-def build_section_aware_sentence_classifier_v2(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean",
-    width: int = 128,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    dropout: float = 0.1,
-    hidden_size: int = 0,
-    use_sections: bool = True,
-    forced_sections: Sequence[str] = (BACK_MATTER,),
-    forced_label: str = OTHER,
-    section_scale: float = 1.0,
-    acknowledgements: bool = False,
-    ngram_size: int = 2,
-    ngram_length: int = 2 ** 18,
-    decode: str = "marginal",
-    head_scale: float = 1.0,
-    segments: str = "sections",
-    nO: Optional[int] = None,
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+@architecture(*CONTEXT_TRUNK, *SECTION_ARGUMENTS, *SEQUENCE_HEAD, "segments", "nO")
+def build_section_aware_sentence_classifier_v2(**args: Any) -> Model:
     """v1 with the sequence head of ``SequenceSentenceClassifier.v1``: the
     sentence representation (context trunk + section one-hot, optional
     Maxout) -> Linear emissions, plus the sentence's hashed 1..``ngram_size``-grams
@@ -292,46 +253,22 @@ def build_section_aware_sentence_classifier_v2(
     over whole docs, as ``SequenceSentenceClassifier.v1``. The trunk's
     position features count over the whole doc (v3: within sections).
     """
-    return build_section_aware_sentence_classifier_v3(
-        tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size, use_sections,
-        forced_sections, forced_label, section_scale, acknowledgements, ngram_size, ngram_length, decode,
-        head_scale, segments, positions="docs", nO=nO)
+    return build_section_aware_sentence_classifier_v3(positions="docs", **args)
 
 
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v3")
-def build_section_aware_sentence_classifier_v3(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean",
-    width: int = 128,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    dropout: float = 0.1,
-    hidden_size: int = 0,
-    use_sections: bool = True,
-    forced_sections: Sequence[str] = (BACK_MATTER,),
-    forced_label: str = OTHER,
-    section_scale: float = 1.0,
-    acknowledgements: bool = False,
-    ngram_size: int = 2,
-    ngram_length: int = 2 ** 18,
-    decode: str = "marginal",
-    head_scale: float = 1.0,
-    segments: str = "sections",
-    positions: str = "sections",
-    nO: Optional[int] = None,
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+@architecture(*CONTEXT_TRUNK, *SECTION_ARGUMENTS, *SEQUENCE_HEAD, "segments", "positions", "nO")
+def build_section_aware_sentence_classifier_v3(tok2vec: Model, forced_sections: Sequence[str], forced_label: str,
+                                               ngram_size: int, ngram_length: int, decode: str, head_scale: float,
+                                               segments: str, nO: Optional[int], **layer_args: Any) -> Model:
     """v2 whose trunk counts its position features within each section
     (``positions = "sections"``, default; ``with_segment_positions``) as the
     sparse part and the CRF already do with ``segments = "sections"``: a
     model trained on abstracts then reads a full paper's abstract, and each
     body section, as a sequence of its own. ``positions = "docs"`` gives v2.
     ``ngram_size = 0`` leaves the sparse part out. Other arguments: as v2."""
-    pooler, layers = section_aware_layers(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces,
-                                          dropout, hidden_size, use_sections, section_scale, acknowledgements,
-                                          positions=positions)
+    pooler, layers = section_aware_layers(tok2vec, **layer_args)
     crf = crf_layer(emitters(layers, ngram_size, ngram_length, segments), nO=nO, decode=decode,
                     head_scale=head_scale, segments=segments)
-    return _section_aware_model(crf, tok2vec, pooler, crf, forced_sections, forced_label, use_sections,
-                                acknowledgements)
+    return _section_aware_model(crf, tok2vec, pooler, crf, forced_sections, forced_label,
+                                layer_args["use_sections"], layer_args["acknowledgements"])

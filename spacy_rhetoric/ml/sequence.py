@@ -62,7 +62,7 @@ highest-scoring label sequence at prediction time (the scores are then the
 path, not probabilities); training always uses the marginals. ``viterbi_path``
 and ``crf_log_marginals`` are the plain functions behind both.
 """
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.attrs import LOWER
@@ -72,6 +72,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Model, SparseLinear_v2, chain
 from thinc.types import Floats2d, Ragged
 
+from .assembly import CONTEXT_TRUNK, SEQUENCE_HEAD, architecture, sentence_model
 from .classifier import build_context_trunk
 from .devices import to_host, with_cpu_chain
 from .segments import SEGMENTS, segments_of
@@ -351,21 +352,9 @@ def emitters(dense: List[Model], ngram_size: int, ngram_length: int, segments: s
 
 
 @registry.architectures("spacy_rhetoric.SequenceSentenceClassifier.v1")
-def build_sequence_sentence_classifier(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean",
-    width: int = 128,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    dropout: float = 0.1,
-    ngram_size: int = 2,
-    ngram_length: int = 2 ** 18,
-    decode: str = "marginal",
-    head_scale: float = 1.0,
-    nO: Optional[int] = None,
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+@architecture(*CONTEXT_TRUNK, *SEQUENCE_HEAD, "nO")
+def build_sequence_sentence_classifier(tok2vec: Model, ngram_size: int, ngram_length: int, decode: str,
+                                       head_scale: float, nO: Optional[int], **trunk: Any) -> Model:
     """Context trunk -> Linear, plus hashed n-grams and position buckets ->
     SparseLinear (``ngram_size`` 0: no sparse part), summed into emissions ->
     linear-chain CRF over each doc's sentences -> marginals (``decode``
@@ -379,14 +368,7 @@ def build_sequence_sentence_classifier(
         ``crf_layer``) of the sparse part and the CRF parameters; e.g. 10 when
         the optimizer's rate is set for fine-tuning a transformer.
     """
-    pooler, in_context = build_context_trunk(
-        tok2vec, pooling, width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
-    model = crf_layer(emitters([pooler, in_context, Dropout(dropout)], ngram_size, ngram_length),
+    pooler, in_context = build_context_trunk(tok2vec, **trunk)
+    model = crf_layer(emitters([pooler, in_context, Dropout(trunk["dropout"])], ngram_size, ngram_length),
                       nO=nO, decode=decode, head_scale=head_scale)
-    model.set_ref("tok2vec", tok2vec)
-    model.set_ref("pooler", pooler)
-    model.set_ref("output_layer", model)
-    model.attrs["context"] = True
-    return model
+    return sentence_model(model, tok2vec=tok2vec, pooler=pooler, output_layer=model, context=True)

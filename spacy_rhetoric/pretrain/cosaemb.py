@@ -36,10 +36,9 @@ import json
 import logging
 import math
 import random
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Union
 
 import torch
 
@@ -60,7 +59,7 @@ from ..ml.section_chunks import (  # noqa: F401 - re-exported: the chunks COSAEM
 from ..section_headings import CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS
 from ..util import torch_device
 from .sentmask import Paper, clscisumm_papers
-from .windows import TrainSettings, adamw_with_warmup
+from .windows import TrainSettings, adamw_with_warmup, run_pretraining
 
 logger = logging.getLogger(__name__)
 
@@ -213,37 +212,27 @@ def train_cosaemb(corpus: CitationCorpus, output: Union[str, Path], settings: Op
         total = min(total, settings.max_steps)
     optimizer, scheduler = adamw_with_warmup(model, settings.learn_rate, settings.weight_decay,
                                              settings.warmup_steps, total)
-    model.train()
-    history: List[Dict[str, float]] = []
-    step, start, acc, acc_n = 0, time.time(), 0.0, 0
-    for epoch in range(settings.epochs):
+
+    def epoch_batches(epoch: int) -> Iterator[List[Triplet]]:
         order = list(triplets)
         rng.shuffle(order)
-        for b in range(0, len(order), settings.batch_size):
-            if step >= total:
-                break
-            loss = triplet_batch_loss(model, order[b: b + settings.batch_size], tokenizer.pad_token_id)
-            optimizer.zero_grad()
-            loss.backward()
-            if settings.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            acc += float(loss.detach())
-            acc_n += 1
-            if step % settings.log_every == 0 or step == total:
-                row = {"step": step, "epoch": epoch, "loss": acc / acc_n, "seconds": round(time.time() - start, 1)}
-                history.append(row)
-                acc, acc_n = 0.0, 0
-                if progress:
-                    logger.warning("cosaemb %s", json.dumps(row))
+        return (order[b: b + settings.batch_size] for b in range(0, len(order), settings.batch_size))
+
+    model.train()
+
+    def save_model(model_dir: Path) -> None:
+        model_dir.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(model_dir, safe_serialization=True)
+        tokenizer.save_pretrained(model_dir)
+
+    result = run_pretraining(
+        model, optimizer, scheduler, epoch_batches,
+        lambda batch: triplet_batch_loss(model, batch, tokenizer.pad_token_id),
+        settings=settings, total=total, output=output, save_model=save_model, logger=logger, name="cosaemb",
+        progress=progress)
     output = Path(output)
     model_dir = output / "model"
-    model_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(model_dir, safe_serialization=True)
-    tokenizer.save_pretrained(model_dir)
-    info = {"settings": asdict(settings), "papers": len(corpus.papers), "triplets": kinds, "steps": step,
-            "seconds": round(time.time() - start, 1), "history": history, "model": str(model_dir)}
+    info = {"settings": asdict(settings), "papers": len(corpus.papers), "triplets": kinds, "steps": result.steps,
+            "seconds": round(result.seconds, 1), "history": result.history, "model": str(model_dir)}
     (output / "cosaemb.json").write_text(json.dumps(info, indent=2), encoding="utf8")
     return info

@@ -34,7 +34,6 @@ import json
 import logging
 import math
 import random
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -44,7 +43,14 @@ import torch
 from ..losses import info_nce_loss
 from ..ml.section_chunks import pad_batch, to_model_device
 from ..util import torch_device
-from .windows import TargetWindow, TrainSettings, adamw_with_warmup, pack_window, plan_target_windows
+from .windows import (
+    TargetWindow,
+    TrainSettings,
+    adamw_with_warmup,
+    pack_window,
+    plan_target_windows,
+    run_pretraining,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -332,55 +338,38 @@ def train_sentmask(
         total = min(total, settings.max_steps)
     optimizer, scheduler = adamw_with_warmup(model, settings.learn_rate, settings.weight_decay,
                                              settings.warmup_steps, total)
-    model.train()
-    history: List[Dict[str, float]] = []
-    step, n_targets, start = 0, 0, time.time()
-    window_loss, window_n = 0.0, 0
-    for epoch in range(settings.epochs):
+
+    def epoch_batches(epoch: int) -> Iterator[List[WindowExample]]:
         items = epoch_windows(papers, settings, rng)
         for b in range(0, len(items), settings.windows_per_step):
-            if step >= total:
-                break
-            batch = items[b: b + settings.windows_per_step]
-            examples = [
-                build_window_example(token_ids[i], w, settings, cls_id=tokenizer.cls_token_id,
-                                     sep_id=tokenizer.sep_token_id, mask_id=mask_id, rng=rng)
-                for i, w in batch
-            ]
-            loss = sentmask_loss(model, examples, settings, tokenizer.pad_token_id)
-            if settings.mlm_weight > 0:
-                loss = loss + settings.mlm_weight * mlm_loss(model, tokenizer, examples, settings, generator)
-            optimizer.zero_grad()
-            loss.backward()
-            if settings.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            n_targets += sum(len(ex.anchor_rows) for ex in examples)
-            window_loss += float(loss.detach())
-            window_n += 1
-            if step % settings.log_every == 0 or step == total:
-                row = {"step": step, "epoch": epoch, "loss": window_loss / window_n, "targets": n_targets,
-                       "seconds": round(time.time() - start, 1)}
-                history.append(row)
-                window_loss, window_n = 0.0, 0
-                if progress:
-                    logger.warning("sentmask %s", json.dumps(row))
-    output = Path(output)
-    model_dir = output / "model"
-    save_encoder(model, tokenizer, model_dir)
+            yield [build_window_example(token_ids[i], w, settings, cls_id=tokenizer.cls_token_id,
+                                        sep_id=tokenizer.sep_token_id, mask_id=mask_id, rng=rng)
+                   for i, w in items[b: b + settings.windows_per_step]]
+
+    def batch_loss(examples: List[WindowExample]) -> torch.Tensor:
+        loss = sentmask_loss(model, examples, settings, tokenizer.pad_token_id)
+        if settings.mlm_weight > 0:
+            loss = loss + settings.mlm_weight * mlm_loss(model, tokenizer, examples, settings, generator)
+        return loss
+
+    model.train()
+    result = run_pretraining(
+        model, optimizer, scheduler, epoch_batches, batch_loss, settings=settings, total=total, output=output,
+        save_model=lambda model_dir: save_encoder(model, tokenizer, model_dir), logger=logger, name="sentmask",
+        progress=progress, counters={"targets": lambda examples: sum(len(ex.anchor_rows) for ex in examples)},
+        generators=[generator])
+    model_dir = Path(output) / "model"
     info = {
         "settings": asdict(settings),
         "papers": len(papers),
         "windows_per_epoch": n_windows,
-        "steps": step,
-        "targets": n_targets,
-        "seconds": round(time.time() - start, 1),
-        "history": history,
+        "steps": result.steps,
+        "targets": result.counts["targets"],
+        "seconds": round(result.seconds, 1),
+        "history": result.history,
         "model": str(model_dir),
     }
-    (output / "sentmask.json").write_text(json.dumps(info, indent=2), encoding="utf8")
+    (Path(output) / "sentmask.json").write_text(json.dumps(info, indent=2), encoding="utf8")
     return info
 
 

@@ -19,8 +19,12 @@ COSAEMB's chunks (``plan_chunks``, ``iter_sections``) are in
 ``ml/section_chunks.py`` (the section encoder component reads them too),
 re-exported here.
 """
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+import json
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..ml.section_chunks import Chunk, iter_sections, plan_chunks  # noqa: F401 - re-exported
 
@@ -125,3 +129,34 @@ class TrainSettings:
     seed: int = 0
     log_every: int = 10
     gpu_id: Optional[int] = None  # util.torch_device: None = spaCy's current device, -1 = CPU, N = GPU N
+    checkpoint_every: int = 200  # steps between checkpoints in OUTPUT/checkpoint (0 = none)
+
+
+# Settings that do not change what a run trains (a resumed run may differ in them).
+RUN_ONLY_SETTINGS = ("log_every", "gpu_id", "checkpoint_every")
+
+
+def run_pretraining(*loop: Any, settings: TrainSettings, total: int, output: Union[str, Path],
+                    save_model: Callable[[Path], None], logger: logging.Logger, name: str, progress: bool = True,
+                    **options: Any):
+    """What both pre-training loops run: ``training_loop.train_loop(*loop,
+    **options)`` (``loop``: model, optimizer, scheduler, epoch_batches,
+    batch_loss; ``options``: e.g. counters, generators) with the settings'
+    epochs, gradient clipping and logging (rows logged as ``"<name> {json}"``
+    when ``progress``), checkpoints every ``checkpoint_every`` steps in
+    ``output/checkpoint`` (rerunning the same command resumes from the last
+    one; other settings are refused), then ``save_model(output / "model")``
+    and the checkpoint removed. Returns the ``LoopResult``."""
+    from ..ml.training_loop import train_loop
+
+    checkpoint = Path(output) / "checkpoint"
+    state = {k: v for k, v in asdict(settings).items() if k not in RUN_ONLY_SETTINGS}
+    result = train_loop(
+        *loop, epochs=settings.epochs, total=total, grad_clip=settings.grad_clip, log_every=settings.log_every,
+        on_log=(lambda row: logger.warning("%s %s", name, json.dumps(row))) if progress else None,
+        checkpoint=checkpoint, checkpoint_every=settings.checkpoint_every, keep_final=False,
+        state={"settings": state}, **options,
+    )
+    save_model(Path(output) / "model")
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return result

@@ -14,7 +14,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, iter_jsonl, require
+from .common import ReaderError, ReadStats, doc_from_sentences, jsonl_docs, require
 
 SCICITE_LABELS = ("background", "method", "result")
 ACL_ARC_LABELS = ("Background", "Uses", "CompareOrContrast", "Motivation", "Extends", "Future")
@@ -33,23 +33,14 @@ def read_citation_intent(
     """Yield one single-sentence Doc per record. A record without text or
     label (or with empty ones) is skipped and counted (``errors="skip"``) or
     raises a ReaderError naming file, line and field."""
-    check_errors_mode(errors)
-    path = Path(path)
-    stats = stats if stats is not None else ReadStats(name=str(path))
-    for line, record in iter_jsonl(path, errors=errors, stats=stats):
-        try:
-            text = " ".join(require(record, text_field, path, line, str).split())
-            label = require(record, label_field, path, line, str).strip()
-            if not text:
-                raise ReaderError(path, line, "empty text", field=text_field)
-            if not label:
-                raise ReaderError(path, line, "empty label", field=label_field)
-        except ReaderError as err:
-            handle(err, errors, stats)
-            continue
-        stats.used += 1
-        stats.docs += 1
-        stats.sentences += 1
-        yield doc_from_sentences(nlp_or_vocab, [text], labels=[label], doc_id=f"{path.stem}:{line}")
-        if limit > 0 and stats.docs >= limit:
-            return
+
+    def record_doc(record, path: Path, line: int) -> Doc:
+        text = " ".join(require(record, text_field, path, line, str).split())
+        label = require(record, label_field, path, line, str).strip()
+        if not text:
+            raise ReaderError(path, line, "empty text", field=text_field)
+        if not label:
+            raise ReaderError(path, line, "empty label", field=label_field)
+        return doc_from_sentences(nlp_or_vocab, [text], labels=[label], doc_id=f"{path.stem}:{line}")
+
+    return jsonl_docs(path, record_doc, limit=limit, errors=errors, stats=stats)

@@ -18,11 +18,12 @@ Every reader takes ``errors="skip"`` (skip a malformed record, count it and
 warn once in the summary) or ``errors="raise"`` (stop with a
 :class:`ReaderError` naming file, line and field).
 """
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import srsly
 from spacy.language import Language
@@ -158,6 +159,62 @@ def iter_jsonl(path: Union[str, Path], *, errors: str = "raise",
                        errors, stats)
                 continue
             yield i, record
+
+
+def jsonl_docs(path: Union[str, Path], record_doc: Callable[[Dict[str, Any], Path, int], Optional[Doc]], *,
+               limit: int = 0, errors: str = "skip", stats: Optional[ReadStats] = None) -> Iterator[Doc]:
+    """One Doc per record of a JSON-lines corpus file: ``record_doc(record,
+    path, line)`` gives it, or None for a record left out on purpose
+    (counted as used), or raises a :class:`ReaderError` (the record is
+    skipped and counted, ``errors="skip"``, or the error raised). ``limit`` >
+    0 stops after that many Docs. Counts lines, records, Docs and sentences
+    in ``stats``."""
+    check_errors_mode(errors)
+    path = Path(path)
+    stats = stats if stats is not None else ReadStats(name=str(path))
+    for line, record in iter_jsonl(path, errors=errors, stats=stats):
+        try:
+            doc = record_doc(record, path, line)
+        except ReaderError as err:
+            handle(err, errors, stats)
+            continue
+        stats.used += 1
+        if doc is None:
+            continue
+        stats.docs += 1
+        stats.sentences += sum(1 for _ in doc.sents)
+        yield doc
+        if limit > 0 and stats.docs >= limit:
+            return
+
+
+def shuffle_and_limit(items: Iterable[Any], *, shuffle: bool, limit: int) -> Iterator[Any]:
+    """A corpus reader's items in a random order when ``shuffle``
+    (``random.shuffle``, which ``spacy train`` seeds), at most ``limit`` of
+    them (0: all); unshuffled, no item past the limit is drawn."""
+    if shuffle:
+        items = list(items)
+        random.shuffle(items)
+    for i, item in enumerate(items):
+        if limit > 0 and i >= limit:
+            return
+        yield item
+
+
+def spacy_files(path: Union[str, Path], *, recursive: bool = True, what: str = "") -> List[Path]:
+    """The ``.spacy`` files of a corpus path: the file itself, or those in the
+    folder (sorted; ``recursive``: below it). FileNotFoundError (prefixed with
+    ``what``) when there are none."""
+    path = Path(path)
+    prefix = f"{what}: " if what else ""
+    if path.is_dir():
+        files = sorted(path.rglob("*.spacy") if recursive else path.glob("*.spacy"))
+        if not files:
+            raise FileNotFoundError(f"{prefix}no .spacy files {'under' if recursive else 'in'} {path}")
+        return files
+    if not path.exists():
+        raise FileNotFoundError(f"{prefix}no such file: {path}")
+    return [path]
 
 
 def require(record: Dict[str, Any], key: str, path: Union[str, Path], line: int,

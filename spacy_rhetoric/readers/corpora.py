@@ -17,9 +17,8 @@ doc id, the predicted Doc is ``nlp.make_doc(reference.text)``. With
 ``spacy-rhetoric convert`` and yields one Example per labelled sentence (the
 input of the PK batcher and the sentence encoder).
 """
-import random
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -29,7 +28,7 @@ from spacy.util import registry
 from .. import extensions
 from .citation_intent import read_citation_intent
 from .clscisumm import read_reference_docs
-from .common import ReadStats, labelled_sentence_docs
+from .common import ReadStats, labelled_sentence_docs, shuffle_and_limit, spacy_files
 from .csabstruct import read_csabstruct
 from .papers import read_papers
 from .pmc import read_pmc_sents
@@ -62,13 +61,7 @@ class _DocCorpus:
             self.stats.print_summary()
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
-        docs: Iterable[Doc] = self.docs(nlp)
-        if self.shuffle:
-            docs = list(docs)
-            random.shuffle(docs)
-            if self.limit > 0:
-                docs = docs[: self.limit]
-        for ref in docs:
+        for ref in shuffle_and_limit(self.docs(nlp), shuffle=self.shuffle, limit=self.limit):
             yield Example(nlp.make_doc(ref.text), ref)
 
 
@@ -112,17 +105,6 @@ def paper_corpus(path: Path, format: str = "auto", splitter: str = "sentencizer"
                       splitter=splitter)
 
 
-def _spacy_files(path: Path) -> List[Path]:
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*.spacy"))
-        if not files:
-            raise FileNotFoundError(f"No .spacy files under {path}")
-        return files
-    if not path.exists():
-        raise FileNotFoundError(f"No such file: {path}")
-    return [path]
-
-
 def sentence_examples(nlp: Language, doc: Doc, label_field: str = extensions.LABEL) -> Iterator[Example]:
     """One Example per sentence of ``doc`` that has a value for
     ``label_field``: the reference is the sentence as its own Doc
@@ -141,20 +123,12 @@ class SentenceCorpus:
         self.shuffle = bool(shuffle)
 
     def docs(self, nlp: Language) -> Iterator[Doc]:
-        for file in _spacy_files(self.path):
+        for file in spacy_files(self.path):
             yield from extensions.docbin_docs(DocBin().from_disk(file), nlp.vocab)
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
-        examples: Iterable[Example] = (
-            eg for doc in self.docs(nlp) for eg in sentence_examples(nlp, doc, self.label_field)
-        )
-        if self.shuffle:
-            examples = list(examples)
-            random.shuffle(examples)
-        for i, eg in enumerate(examples):
-            if self.limit > 0 and i >= self.limit:
-                return
-            yield eg
+        examples = (eg for doc in self.docs(nlp) for eg in sentence_examples(nlp, doc, self.label_field))
+        yield from shuffle_and_limit(examples, shuffle=self.shuffle, limit=self.limit)
 
 
 @registry.readers("spacy_rhetoric.SentenceCorpus.v1")

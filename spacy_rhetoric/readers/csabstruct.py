@@ -12,16 +12,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from .common import (
-    ReaderError,
-    ReadStats,
-    check_errors_mode,
-    clean_sentences,
-    doc_from_sentences,
-    handle,
-    iter_jsonl,
-    require,
-)
+from .common import ReaderError, ReadStats, clean_sentences, doc_from_sentences, jsonl_docs, require
 
 LABELS = ("background", "objective", "method", "result", "other")
 
@@ -41,27 +32,17 @@ def read_csabstruct(
     ``stats`` (``errors="skip"``) or raises a ReaderError naming file and line.
     ``limit`` > 0 stops after that many Docs.
     """
-    check_errors_mode(errors)
-    path = Path(path)
-    stats = stats if stats is not None else ReadStats(name=str(path))
-    for line, record in iter_jsonl(path, errors=errors, stats=stats):
-        try:
-            sentences = clean_sentences(require(record, "sentences", path, line, list), path, line)
-            labels = require(record, "labels", path, line, list)
-            if len(labels) != len(sentences):
-                raise ReaderError(path, line, f"length mismatch: {len(sentences)} sentences "
-                                  f"but {len(labels)} labels", field="labels")
-            if not sentences:
-                raise ReaderError(path, line, "no sentences", field="sentences")
-            if not all(isinstance(label, str) and label for label in labels):
-                raise ReaderError(path, line, "labels must be non-empty strings", field="labels")
-        except ReaderError as err:
-            handle(err, errors, stats)
-            continue
-        doc = doc_from_sentences(nlp_or_vocab, sentences, labels=labels, doc_id=f"{path.stem}:{line}")
-        stats.used += 1
-        stats.docs += 1
-        stats.sentences += len(sentences)
-        yield doc
-        if limit > 0 and stats.docs >= limit:
-            return
+
+    def record_doc(record, path: Path, line: int) -> Doc:
+        sentences = clean_sentences(require(record, "sentences", path, line, list), path, line)
+        labels = require(record, "labels", path, line, list)
+        if len(labels) != len(sentences):
+            raise ReaderError(path, line, f"length mismatch: {len(sentences)} sentences "
+                              f"but {len(labels)} labels", field="labels")
+        if not sentences:
+            raise ReaderError(path, line, "no sentences", field="sentences")
+        if not all(isinstance(label, str) and label for label in labels):
+            raise ReaderError(path, line, "labels must be non-empty strings", field="labels")
+        return doc_from_sentences(nlp_or_vocab, sentences, labels=labels, doc_id=f"{path.stem}:{line}")
+
+    return jsonl_docs(path, record_doc, limit=limit, errors=errors, stats=stats)

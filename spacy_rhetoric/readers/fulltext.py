@@ -31,7 +31,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -357,9 +357,40 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
     return doc
 
 
-def walked_paragraph(element, heading: Optional[str], walk) -> "Paragraph":
-    """One paragraph from an XML element: ``walk(element, builder)`` (the
-    format's own tree walk) fills a :class:`TextBuilder`."""
-    builder = TextBuilder()
-    walk(element, builder)
-    return builder.paragraph(heading)
+class ParagraphWalk:
+    """How an XML paper format's paragraph element becomes a :class:`Paragraph`:
+    its text in document order with whitespace collapsed (a
+    :class:`TextBuilder`), where each child element is, in this order of
+    tests, a citation (``citation(element, local name)`` gives its target,
+    else None: its text is marked), a sentence (``sentence_tag``: its text is
+    marked, starting a new word), left out (``skip(local name)``: its text
+    but not its tail), or walked into."""
+
+    def __init__(self, citation: Callable[[Any, str], Optional[str]], skip: Callable[[str], bool],
+                 sentence_tag: Optional[str] = None):
+        self.citation = citation
+        self.skip = skip
+        self.sentence_tag = sentence_tag
+
+    def walk(self, elem, builder: TextBuilder) -> None:
+        builder.add(elem.text)
+        for child in elem:
+            name = local_name(child.tag)
+            target = self.citation(child, name)
+            if target is not None:
+                start = builder.length
+                self.walk(child, builder)
+                builder.citations.append((start, builder.length, target))
+            elif self.sentence_tag is not None and name == self.sentence_tag:
+                builder.separate()
+                start = builder.length
+                self.walk(child, builder)
+                builder.sentences.append((start, builder.length))
+            elif not self.skip(name):
+                self.walk(child, builder)
+            builder.add(child.tail)
+
+    def paragraph(self, element, heading: Optional[str]) -> Paragraph:
+        builder = TextBuilder()
+        self.walk(element, builder)
+        return builder.paragraph(heading)

@@ -18,40 +18,19 @@ from pathlib import Path
 from typing import List, Optional
 
 from .common import ReaderError
-from .fulltext import (
-    ABSTRACT,
-    Paper,
-    Paragraph,
-    TextBuilder,
-    doc_id_from_path,
-    heading_text,
-    local_name,
-    parse_xml,
-    walked_paragraph,
-)
+from .fulltext import ABSTRACT, Paper, Paragraph, ParagraphWalk, doc_id_from_path, heading_text, local_name, parse_xml
 
 SKIP = {"table-wrap", "table-wrap-group", "table", "fig", "fig-group", "caption", "disp-formula",
         "inline-formula", "disp-formula-group", "fn", "fn-group", "graphic", "media",
         "supplementary-material", "sub-article", "alternatives"}
 
 
-def _walk(elem, builder: TextBuilder) -> None:
-    builder.add(elem.text)
-    for child in elem:
-        name = local_name(child.tag)
-        if name == "xref" and child.get("ref-type") == "bibr":
-            start = builder.length
-            _walk(child, builder)
-            builder.citations.append((start, builder.length, child.get("rid") or ""))
-        elif name in SKIP or not name:
-            pass
-        else:
-            _walk(child, builder)
-        builder.add(child.tail)
-
-
-def _paragraph(p, heading: Optional[str]) -> Paragraph:
-    return walked_paragraph(p, heading, _walk)
+# A paragraph's text: citations are <xref ref-type="bibr" rid="...">; tables, figures, formulas... left out.
+_paragraph = ParagraphWalk(
+    citation=lambda child, name: (child.get("rid") or "") if name == "xref" and child.get("ref-type") == "bibr"
+    else None,
+    skip=lambda name: name in SKIP or not name,
+).paragraph
 
 
 def _sec_heading(sec) -> Optional[str]:

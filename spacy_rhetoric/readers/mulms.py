@@ -47,7 +47,7 @@ from spacy.vocab import Vocab
 from .. import extensions
 from ..extensions import GOLD_LABELS, HEADING
 from ..section_headings import ABSTRACT, is_back_matter_heading
-from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, iter_jsonl, require
+from .common import ReaderError, ReadStats, doc_from_sentences, jsonl_docs, require
 
 ABSTRACT_HEADING = "Abstract"
 CONCLUSION = "conclusion"
@@ -141,24 +141,18 @@ def read_mulms(
     ``doc_id``/``sentences``, with a malformed sentence or an unknown coarse
     label is skipped and counted (``errors="skip"``) or raises a ReaderError
     naming file, line and field."""
-    check_errors_mode(errors)
-    path = Path(path)
     stats = stats if stats is not None else ReadStats(name=str(path))
     wanted = set(folds) if folds is not None else None
-    for line, record in iter_jsonl(path, errors=errors, stats=stats):
-        try:
-            doc_id = require(record, "doc_id", path, line, str)
-            fold = record.get("fold")
-            if wanted is not None and fold not in wanted:
-                stats.used += 1
-                stats.notes["paper of another fold"] += 1
-                continue
-            rows = _sentence_rows(record, path, line)
-            if not rows:
-                raise ReaderError(path, line, "no body sentences", field="sentences")
-        except ReaderError as err:
-            handle(err, errors, stats)
-            continue
+
+    def record_doc(record, path: Path, line: int) -> Optional[Doc]:
+        doc_id = require(record, "doc_id", path, line, str)
+        fold = record.get("fold")
+        if wanted is not None and fold not in wanted:
+            stats.notes["paper of another fold"] += 1
+            return None
+        rows = _sentence_rows(record, path, line)
+        if not rows:
+            raise ReaderError(path, line, "no body sentences", field="sentences")
         texts = [t for t, _, _ in rows]
         doc = doc_from_sentences(nlp_or_vocab, texts, labels=[primary_label(c) for _, _, c in rows],
                                  doc_id=doc_id)
@@ -169,9 +163,6 @@ def read_mulms(
             extensions.set_doc_value(doc, extensions.TITLE, " ".join(str(record["title"]).split()))
         if fold:
             extensions.set_doc_value(doc, FOLD, str(fold))
-        stats.used += 1
-        stats.docs += 1
-        stats.sentences += len(sents)
-        yield doc
-        if limit > 0 and stats.docs >= limit:
-            return
+        return doc
+
+    return jsonl_docs(path, record_doc, limit=limit, errors=errors, stats=stats)

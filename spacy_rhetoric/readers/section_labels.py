@@ -60,7 +60,7 @@ from ..section_headings import (
     sentence_sections,
 )
 from ..section_headings import TITLE as T
-from .common import doc_from_sentences
+from .common import doc_from_sentences, shuffle_and_limit, spacy_files
 
 COARSE_LABELS = ("background", "objective", "method", "result", "other")
 # section category (rhetoric_section_tagger) -> weak coarse label; None: no label
@@ -89,17 +89,6 @@ def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
     return pred
 
 
-def _spacy_files(path: Path) -> List[Path]:
-    if path.is_dir():
-        files = sorted(path.glob("*.spacy"))
-        if not files:
-            raise FileNotFoundError(f"SectionLabelCorpus: no .spacy files in {path}")
-        return files
-    if not path.exists():
-        raise FileNotFoundError(f"SectionLabelCorpus: no such file: {path}")
-    return [path]
-
-
 class SectionLabelCorpus:
     def __init__(self, path: Union[str, Path], limit: int = 0, shuffle: bool = False,
                  section_dropout: float = 0.0, doc_section_dropout: float = 0.0):
@@ -113,14 +102,9 @@ class SectionLabelCorpus:
         self.doc_section_dropout = float(doc_section_dropout)
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
-        docs: Iterable[Doc] = (doc for f in _spacy_files(self.path)
-                               for doc in docbin_docs(DocBin().from_disk(f), nlp.vocab))
-        if self.shuffle:
-            docs = list(docs)
-            random.shuffle(docs)
-        for i, ref in enumerate(docs):
-            if self.limit > 0 and i >= self.limit:
-                return
+        docs = (doc for f in spacy_files(self.path, recursive=False, what="SectionLabelCorpus")
+                for doc in docbin_docs(DocBin().from_disk(f), nlp.vocab))
+        for ref in shuffle_and_limit(docs, shuffle=self.shuffle, limit=self.limit):
             pred = copy_section_fields(ref, nlp.make_doc(ref.text))
             if self.section_dropout or self.doc_section_dropout:
                 drop_sections(pred, self.section_dropout, self.doc_section_dropout)

@@ -15,44 +15,18 @@ from pathlib import Path
 from typing import List, Optional
 
 from .common import ReaderError
-from .fulltext import (
-    ABSTRACT,
-    Paper,
-    Paragraph,
-    TextBuilder,
-    doc_id_from_path,
-    heading_text,
-    local_name,
-    parse_xml,
-    walked_paragraph,
-)
+from .fulltext import ABSTRACT, Paper, Paragraph, ParagraphWalk, doc_id_from_path, heading_text, local_name, parse_xml
 
 NS = "{http://www.tei-c.org/ns/1.0}"
 
 
-def _walk(elem, builder: TextBuilder) -> None:
-    """Text of a ``<p>`` (or ``<s>``) with citation and sentence marks."""
-    builder.add(elem.text)
-    for child in elem:
-        name = local_name(child.tag)
-        if name == "ref" and child.get("type") == "bibr":
-            start = builder.length
-            _walk(child, builder)
-            builder.citations.append((start, builder.length, (child.get("target") or "").lstrip("#")))
-        elif name == "s":
-            builder.separate()
-            start = builder.length
-            _walk(child, builder)
-            builder.sentences.append((start, builder.length))
-        elif name in ("figure", "note"):
-            pass
-        else:
-            _walk(child, builder)
-        builder.add(child.tail)
-
-
-def _paragraph(p, heading: Optional[str]) -> Paragraph:
-    return walked_paragraph(p, heading, _walk)
+# Text of a <p> with citation (<ref type="bibr" target="#b12">) and sentence (<s>) marks.
+_paragraph = ParagraphWalk(
+    citation=lambda child, name: (child.get("target") or "").lstrip("#") if name == "ref" and child.get("type") == "bibr"
+    else None,
+    skip=lambda name: name in ("figure", "note"),
+    sentence_tag="s",
+).paragraph
 
 
 def parse_tei(path: Path) -> Paper:

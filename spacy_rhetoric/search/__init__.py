@@ -55,11 +55,14 @@ from .faiss_index import (  # noqa: F401
     IVF_KMEANS_ITERATIONS,
     IVFPQ_PARAMS,
     SUBSET_EXACT_MAX,
+    IndexBuildError,
+    build_faiss_index,
     check_index_type,
     faiss_search,
     index_factory_for,
     make_index,
     pipeline_dim,
+    search_index,
     selector_params,
     set_search_params,
 )
@@ -76,7 +79,6 @@ from .index import (  # noqa: F401
     RhetoricIndex,
     build_index,
     check_index_output,
-    dask_encode_task,
     work_dir,
 )
 from .sources import (  # noqa: F401

@@ -1,7 +1,7 @@
 """The faiss side of a rhetorical search index: which index for how many
 vectors (exact, HNSW, IVF-PQ with re-ranking), its construction, search
 parameters and filtered-search parameters (ID selectors)."""
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy
 
@@ -98,6 +98,48 @@ def make_index(vectors: numpy.ndarray, factory: str, *, seed: int = 0, train_max
     for start in range(0, len(vectors), 100_000):
         index.add(numpy.ascontiguousarray(vectors[start:start + 100_000]))
     return index
+
+
+class IndexBuildError(SearchIndexError):
+    """faiss cannot build the index type asked for from these vectors."""
+
+
+def build_faiss_index(vectors: numpy.ndarray, index_type: str = "auto", *,
+                      seed: int = 0) -> Tuple[Any, str, Dict[str, Any]]:
+    """``(index, factory, params)``: the index ``index_type`` gives for these
+    unit vectors (:func:`index_factory_for`), built (:func:`make_index`)
+    with its search parameters set. :class:`IndexBuildError` when faiss
+    cannot build it (e.g. IVF4096 trained on 235 vectors)."""
+    n = len(vectors)
+    factory, params = index_factory_for(n, index_type, dim=vectors.shape[1])
+    try:
+        index = make_index(vectors, factory, seed=seed)
+    except RuntimeError as err:
+        reason = " ".join(str(err).split())
+        reason = reason.split("failed:")[-1].strip() if "failed:" in reason else reason
+        raise IndexBuildError(f"faiss cannot build a {factory!r} index of {n} vectors: {reason}; "
+                              "use --index-type auto or flat") from None
+    set_search_params(index, params)
+    return index, factory, params
+
+
+def search_index(index, q: numpy.ndarray, k: int,
+                 allowed: Optional[numpy.ndarray] = None) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """``(ids, scores)`` of the ``k`` vectors of ``index`` most similar to
+    the unit query ``q`` (``[1, d]``), best first, among the ids ``allowed``
+    (None: all; not empty). Up to ``SUBSET_EXACT_MAX`` allowed ids are
+    scored exactly (their vectors reconstructed from the index), more go to
+    faiss with an ID selector; ids < 0 pad a short faiss result."""
+    if allowed is not None and len(allowed) <= SUBSET_EXACT_MAX:
+        vectors = numpy.vstack([index.reconstruct_batch(allowed[s:s + 10_000])
+                                for s in range(0, len(allowed), 10_000)])
+        sims = vectors @ q[0]
+        order = numpy.lexsort((allowed, -sims))[:k]
+        return allowed[order], sims[order]
+    k = min(k, index.ntotal)
+    params = None if allowed is None else selector_params(index, allowed, k)
+    scores, ids = faiss_search(index, q, k, params=params)
+    return ids[0], scores[0]
 
 
 def set_search_params(index, params: Dict[str, Any]) -> None:

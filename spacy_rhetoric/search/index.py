@@ -5,6 +5,7 @@ import os
 import shutil
 import sqlite3
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -14,13 +15,11 @@ from .. import extensions as ext
 from ..evaluation.neighbours import as_matrix, l2_normalize
 from ..io import PathError, atomic_path, atomic_write_json, check_input, check_output
 from .faiss_index import (
-    SUBSET_EXACT_MAX,
+    IndexBuildError,
+    build_faiss_index,
     check_index_type,
-    faiss_search,
-    index_factory_for,
-    make_index,
     pipeline_dim,
-    selector_params,
+    search_index,
     set_search_params,
 )
 from .sources import (
@@ -212,18 +211,13 @@ def _write_index(work: Path, nlp, settings: Dict[str, Any], index_type: str, see
         blocks = [numpy.load(_part_file(work, p), allow_pickle=False) for p, _, k in parts if k]
         vectors = l2_normalize(numpy.vstack(blocks))
         del blocks
-        factory, params = index_factory_for(n, index_type, dim=vectors.shape[1])
         started = time.perf_counter()
         try:
-            index = make_index(vectors, factory, seed=seed)
-        except RuntimeError as err:  # e.g. IVF4096 trained on 235 vectors
+            index, factory, params = build_faiss_index(vectors, index_type, seed=seed)
+        except IndexBuildError:
             con.close()
             shutil.rmtree(work, ignore_errors=True)  # nothing to resume: another index type starts afresh
-            reason = " ".join(str(err).split())
-            reason = reason.split("failed:")[-1].strip() if "failed:" in reason else reason
-            raise SearchIndexError(f"faiss cannot build a {factory!r} index of {n} vectors: {reason}; "
-                                   "use --index-type auto or flat") from None
-        set_search_params(index, params)
+            raise
         build_seconds = time.perf_counter() - started
         with con:
             for column in FILTERS.values():
@@ -259,26 +253,14 @@ def _finish(work: Path, index_path: Path) -> Dict[str, Any]:
             "finished": True}
 
 
-_WORKER_NLP: Dict[str, Any] = {}
-
-
-def dask_encode_task(papers: List[Dict[str, Any]], pipeline: str, batch_size: int):
-    """The per-part Dask task: encode the papers of one part (the pipeline is
-    loaded once per worker process)."""
-    if pipeline not in _WORKER_NLP:
-        _WORKER_NLP.clear()
-        _WORKER_NLP[pipeline] = load_pipeline(pipeline)
-    return encode_papers(_WORKER_NLP[pipeline], papers, batch_size=batch_size)
-
-
 def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, parts, done, work: Path, con, bar,
               stop_after_parts: Optional[int]) -> int:
-    """Encode the pending parts on a Dask cluster with the corpus builder's
-    runner (``corpus_builder.runners.dask_tasks``: ``"local"`` is a LocalCluster of
+    """Encode the pending parts on a Dask cluster with the project's job
+    runner (``jobs.dask_tasks``: ``"local"`` is a LocalCluster of
     ``workers`` processes, else a scheduler address; at most two tasks per
     worker in flight); the client writes every part as it comes back.
     Workers need spacy_rhetoric and the pipeline at the same path."""
-    from ..corpus_builder.runners import dask_tasks
+    from ..jobs import dask_tasks
 
     submitted, n_new = [0], [0]
 
@@ -298,8 +280,8 @@ def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, part
         n_new[0] += 1
         bar.update(sum(len(p["sentences"]) for p in papers))
 
-    dask_tasks(scheduler, workers, parts, read=read, task=dask_encode_task,
-               task_args=lambda part, papers, shared: (papers, pipeline, batch_size),
+    dask_tasks(scheduler, workers, parts, pipeline=(load_pipeline, (pipeline,)), read=read,
+               work=partial(encode_papers, batch_size=batch_size), work_args=lambda part, papers: (papers,),
                finish=finish, name="encode", task_key=lambda part: str(part[0]))
     return n_new[0]
 
@@ -418,26 +400,13 @@ class RhetoricIndex:
         allowed = self.allowed_ids(label=label, section=section, paper=paper)
         if allowed is not None and not len(allowed):
             return []
-        if allowed is not None and len(allowed) <= SUBSET_EXACT_MAX:
-            vectors = numpy.vstack([self.index.reconstruct_batch(allowed[s:s + 10_000])
-                                    for s in range(0, len(allowed), 10_000)])
-            sims = vectors @ q[0]
-            order = numpy.lexsort((allowed, -sims))[:k]
-            ids, scores = allowed[order], sims[order]
-        else:
-            ids, scores = self._faiss_search(q, k, allowed)
+        ids, scores = search_index(self.index, q, k, allowed)
         hits = []
         for id_, score in zip(ids, scores):
             if id_ >= 0:
                 row = self.con.execute("SELECT * FROM sentences WHERE id = ?", (int(id_),)).fetchone()
                 hits.append(_row_hit(row, score))
         return hits
-
-    def _faiss_search(self, q: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray]):
-        k = min(k, self.index.ntotal)
-        params = None if allowed is None else selector_params(self.index, allowed, k)
-        scores, ids = faiss_search(self.index, q, k, params=params)
-        return ids[0], scores[0]
 
     def close(self) -> None:
         self.con.close()

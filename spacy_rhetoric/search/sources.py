@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import numpy
 
 from .. import extensions as ext
+from ..apps.records import doc_records
 from ..errors import RhetoricError
 from ..io import check_input
 
@@ -46,14 +47,8 @@ def doc_paper(doc, default_id: str, key: Optional[str] = None) -> Dict[str, Any]
     """A Doc (from a DocBin or a paper reader) as a plain paper record: its id
     and its sentences with gold label, section, heading and sid."""
     paper_id = ext.get_doc_value(doc, ext.DOC_ID) or default_id
-    sents = list(doc.sents) if doc.has_annotation("SENT_START") else [doc[:]]
-    out = []
-    for sent in sents:
-        if not sent.text.strip():
-            continue
-        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
-        out.append(_sentence(sent.text, gold_label=get(ext.LABEL), section=get(ext.SECTION),
-                             heading=get(ext.HEADING), sid=get(ext.SID)))
+    out = [_sentence(rec["text"], gold_label=rec["label"], section=rec["section"], heading=rec["heading"],
+                     sid=rec["sid"]) for rec in doc_records(doc, skip_blank=True)]
     return {"paper": str(paper_id), "input": key, "sentences": out}
 
 
@@ -187,24 +182,19 @@ def paper_doc(nlp, paper: Dict[str, Any]):
 def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
     """The vectors ``[n, d]`` and metadata rows of an annotated Doc's
     sentences; sentences without a vector (whitespace only) are left out."""
-    paper = ext.get_doc_value(doc, ext.DOC_ID)
     vectors, rows = [], []
-    for i, sent in enumerate(doc.sents):
-        vector = ext.get_span_value(sent, ext.VECTOR)
-        if vector is None:
+    for rec in doc_records(doc, vector=True):
+        if rec["vector"] is None:
             continue
-        get = lambda f: ext.get_span_value(sent, f)  # noqa: E731
-        gold_label = gold[i] if gold is not None else None
-        label = get(ext.LABEL)
+        gold_label = gold[rec["index"]] if gold is not None else None
         rows.append({
-            "paper": None if paper is None else str(paper), "sent_index": i,
-            "section": get(ext.SECTION) or get(ext.HEADING), "heading": get(ext.HEADING), "sid": get(ext.SID),
-            "text": sent.text, "label": label if label is not None else gold_label,
-            "fine_label": get(ext.FINE_LABEL), "gold_label": gold_label, "phrase_label": get(ext.PHRASE_LABEL),
-            "scores": get(ext.SCORES) or {}, "fine_scores": get(ext.FINE_SCORES) or {},
-            "input": None,
+            "paper": rec["paper_id"], "sent_index": rec["index"], "section": rec["section"] or rec["heading"],
+            "heading": rec["heading"], "sid": rec["sid"], "text": rec["text"],
+            "label": rec["label"] if rec["label"] is not None else gold_label, "fine_label": rec["fine_label"],
+            "gold_label": gold_label, "phrase_label": rec["phrase_label"], "scores": rec["scores"] or {},
+            "fine_scores": rec["fine_scores"] or {}, "input": None,
         })
-        vectors.append(vector)
+        vectors.append(rec["vector"])
     matrix = numpy.vstack(vectors).astype("float32") if vectors else numpy.zeros((0, 0), "float32")
     return matrix, rows
 

@@ -1,0 +1,148 @@
+"""The pending inputs of a build as Dask tasks, one per input, all of one
+shape (:func:`nlp_task`): the worker's pipeline, then the caller's work."""
+import hashlib
+import json
+import time
+import warnings
+from dataclasses import asdict, is_dataclass
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+
+from spacy.language import Language
+
+from .common import JobError
+
+# How a worker gets its pipeline: load(*args), module-level so that it pickles.
+PipelineSpec = Tuple[Callable[..., Language], Tuple[Any, ...]]
+
+# Worker-side cache: one pipeline per worker process (the last one asked for).
+_WORKER_NLP: Dict[str, Language] = {}
+
+
+def pipeline_key(load: Callable[..., Language], args: Tuple[Any, ...]) -> str:
+    """What identifies a worker's pipeline: the load function and its
+    arguments (dataclasses by their fields)."""
+    values = [asdict(a) if is_dataclass(a) else a for a in args]
+    text = f"{load.__module__}.{load.__qualname__}\0" + json.dumps(values, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode("utf8")).hexdigest()
+
+
+def worker_nlp(load: Callable[..., Language], *args: Any) -> Language:
+    """``load(*args)``, once per worker process (a new pipeline replaces the
+    cached one)."""
+    key = pipeline_key(load, args)
+    if key not in _WORKER_NLP:
+        _WORKER_NLP.clear()
+        _WORKER_NLP[key] = load(*args)
+    return _WORKER_NLP[key]
+
+
+def nlp_task(load: Callable[..., Language], n_load_args: int, work: Callable[..., Any], *args: Any) -> Any:
+    """The one task shape: ``work(nlp, *rest)`` with the worker's pipeline
+    ``nlp = worker_nlp(load, *args[:n_load_args])``."""
+    return work(worker_nlp(load, *args[:n_load_args]), *args[n_load_args:])
+
+
+def _warm(load: Callable[..., Language], *args: Any) -> bool:
+    worker_nlp(load, *args)
+    return True
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def import_distributed():
+    try:
+        import distributed  # noqa: F401
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError as err:
+        raise JobError(
+            "--scheduler needs Dask's distributed scheduler, which is not installed. "
+            "Install the optional extra: pip install 'spacy_rhetoric[distributed]'"
+        ) from err
+    return Client, LocalCluster, as_completed
+
+
+def _client(scheduler: str, workers: int):
+    Client, LocalCluster, _ = import_distributed()
+    if scheduler == "local":
+        cluster = LocalCluster(
+            n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+        return Client(cluster), cluster
+    return Client(scheduler), None
+
+
+def dask_tasks(
+    scheduler: str,
+    workers: int,
+    pending: Iterable[Any],
+    *,
+    pipeline: PipelineSpec,
+    read: Callable[[Any], Any],
+    work: Callable[..., Any],
+    work_args: Callable[[Any, Any], Tuple[Any, ...]],
+    finish: Callable[[Any, Any, Any], None],
+    name: str = "task",
+    task_key: Callable[[Any], str] = lambda inp: inp.shard_name,
+) -> float:
+    """One Dask task per pending input, at most ``2 x workers`` in flight.
+    ``scheduler`` is ``"local"`` (a LocalCluster of ``workers`` single-threaded
+    processes) or an address. The client reads the inputs (``read(input)``:
+    a payload, or None when skipped) and finishes them (``finish(input,
+    payload, task result)``: writes the shard), so workers need neither the
+    corpus nor a shared file system. Every task is :func:`nlp_task`:
+    ``work(nlp, *work_args(input, payload))`` with the worker's pipeline
+    ``pipeline = (load, args)``, whose args are sent once as computed (not
+    scattered) futures (if the worker holding one dies, the scheduler
+    recomputes it instead of losing it); every worker loads the pipeline
+    before the clock starts. ``pending`` items are usually ``InputFile``
+    (``task_key`` names a task after its input; the search index passes its
+    own parts). Returns the seconds taken."""
+    _, _, as_completed = import_distributed()
+    load, load_args = pipeline
+    client, cluster = _client(scheduler, workers)
+    start: Optional[float] = None
+    try:
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})) or workers)
+        max_in_flight = 2 * n_workers
+        stamp = time.time_ns()
+        load_futures = [client.submit(_identity, value, key=f"spacy-rhetoric-{name}-pipeline-{i}-{stamp}")
+                        for i, value in enumerate(load_args)]
+        try:  # load the pipeline on every worker before the clock starts
+            client.run(_warm, load, *load_args)
+        except Exception as err:  # a worker lost meanwhile: tasks load it lazily
+            warnings.warn(f"warming up the Dask workers failed ({err}); continuing")
+        start = time.perf_counter()
+        todo = iter(pending)
+        futures = as_completed()
+        meta: Dict[str, Tuple[Any, Any]] = {}
+
+        def submit_next() -> bool:
+            for inp in todo:
+                payload = read(inp)
+                if payload is None:
+                    continue
+                fut = client.submit(
+                    nlp_task, load, len(load_futures), work, *load_futures, *work_args(inp, payload),
+                    pure=False, key=f"spacy-rhetoric-{name}-{task_key(inp)}-{time.time_ns()}",
+                )
+                meta[fut.key] = (inp, payload)
+                futures.add(fut)
+                return True
+            return False
+
+        for _ in range(max_in_flight):
+            if not submit_next():
+                break
+        for fut in futures:
+            result = fut.result()
+            inp, payload = meta.pop(fut.key)
+            finish(inp, payload, result)
+            submit_next()
+    finally:
+        seconds = time.perf_counter() - start if start is not None else 0.0
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return seconds

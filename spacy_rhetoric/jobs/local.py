@@ -1,0 +1,88 @@
+"""The pending inputs of a build through one ordered ``nlp.pipe`` stream on
+this machine (``n_process`` workers)."""
+import warnings
+from collections import OrderedDict
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from spacy.language import Language
+
+# read(input) -> (payload, [(text or Doc, context), ...]) for nlp.pipe, or None (skipped)
+ReadItems = Callable[[Any], Optional[Tuple[Any, Iterable[Tuple[Any, Any]]]]]
+
+
+def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
+    """``n_process`` bounded by the CPUs this process may use and by
+    ``n_items`` (the units of work, when known), with a warning that says
+    so: more processes than either only costs start-up time and memory (and
+    open files: thousands end in "Too many open files")."""
+    import os
+
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    limit = max(1, min(cpus, n_items if n_items else cpus))
+    if n_process > limit:
+        from wasabi import msg
+
+        what = f"{cpus} CPUs" + (f" and {n_items} inputs" if n_items else "")
+        msg.warn(f"--n-process {n_process} is more than this run can use ({what}): using {limit}")
+        return limit
+    return n_process
+
+
+def stream_inputs(
+    nlp: Language,
+    pending: Sequence[Any],
+    *,
+    read: ReadItems,
+    process: Callable[[Any, Any], Any],
+    finish: Callable[[Any, Any, List[Any]], None],
+    n_process: int,
+    batch_size: int,
+    disable: Sequence[str] = (),
+    max_processes: Optional[int] = None,
+) -> None:
+    """The items of all pending inputs (each with a unique ``key``) through
+    one ordered ``nlp.pipe(..., as_tuples=True)`` stream. ``read(input)``
+    gives the input's payload and items (None: skipped); ``process(doc,
+    context)`` runs in this process on every doc out of the pipeline;
+    ``finish(input, payload, results)`` is called, in input order, as soon as
+    the input's last item is out, so memory is bounded by the inputs in
+    flight. ``disable``: components left out (e.g. sentence splitters for
+    Docs with preset boundaries). ``n_process`` is bounded by the CPUs and
+    ``max_processes`` (:func:`bounded_processes`)."""
+    n_process = bounded_processes(n_process, max_processes)
+    in_flight: "OrderedDict[str, Tuple[Any, Any, int, List[Any]]]" = OrderedDict()
+
+    def feed() -> Iterator[Tuple[Any, Tuple[str, Any]]]:
+        for inp in pending:
+            got = read(inp)
+            if got is None:
+                continue
+            payload, items = got
+            items = list(items)
+            in_flight[inp.key] = (inp, payload, len(items), [])
+            for item, context in items:
+                yield item, (inp.key, context)
+
+    def flush_complete() -> None:
+        while in_flight:
+            inp, payload, expected, results = next(iter(in_flight.values()))
+            if len(results) < expected:
+                return
+            in_flight.popitem(last=False)
+            finish(inp, payload, results)
+
+    with warnings.catch_warnings():
+        # Worker processes (forked inside this block) send their docs back as
+        # bytes without the encoder's sent.vector hooks and spaCy warns so
+        # (W109); ``process`` reads extension values, not hooks.
+        warnings.filterwarnings("ignore", message=r"\[W109\]")
+        for doc, (key, context) in nlp.pipe(feed(), as_tuples=True, n_process=n_process, batch_size=batch_size,
+                                            disable=list(disable)):
+            in_flight[key][3].append(process(doc, context))
+            flush_complete()
+    flush_complete()
+    if in_flight:  # pragma: no cover - would mean nlp.pipe dropped documents
+        raise RuntimeError(f"inputs left incomplete: {list(in_flight)}")

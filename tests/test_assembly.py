@@ -1,0 +1,50 @@
+"""The registered architectures whose arguments are declared once
+(``spacy_rhetoric.ml.assembly``): their signatures, which spaCy's configs are
+checked against, stay what each version was registered with."""
+import inspect
+
+import pytest
+from spacy.util import registry
+
+import spacy_rhetoric  # noqa: F401 - registers the architectures
+from spacy_rhetoric.ml.assembly import architecture
+
+TRUNK = [("tok2vec", inspect.Parameter.empty), ("pooling", "mean"), ("width", 128), ("encoder", "cnn"),
+         ("depth", 2), ("window_size", 1), ("maxout_pieces", 3), ("dropout", 0.1)]
+SECTIONS = [("hidden_size", 0), ("use_sections", True), ("forced_sections", ("back matter",)),
+            ("forced_label", "other"), ("section_scale", 1.0), ("acknowledgements", False)]
+HEAD = [("ngram_size", 2), ("ngram_length", 2 ** 18), ("decode", "marginal"), ("head_scale", 1.0)]
+NO = [("nO", None)]
+EXPECTED = {
+    "ContextSentenceClassifier.v1": TRUNK + NO,
+    "SequenceSentenceClassifier.v1": TRUNK + HEAD + NO,
+    "SectionAwareSentenceClassifier.v1": TRUNK + SECTIONS + NO,
+    "SectionAwareSentenceClassifier.v2": TRUNK + SECTIONS + HEAD + [("segments", "sections")] + NO,
+    "SectionAwareSentenceClassifier.v3": TRUNK + SECTIONS + HEAD + [("segments", "sections"),
+                                                                    ("positions", "sections")] + NO,
+    "ContextSentenceEncoder.v1": [TRUNK[0], TRUNK[1], ("width", 256), *TRUNK[3:7], ("projection_width", 256),
+                                  ("dropout", 0.1)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_registered_signature_unchanged(name):
+    func = registry.architectures.get(f"spacy_rhetoric.{name}")
+    params = inspect.signature(func).parameters.values()
+    assert [(p.name, p.default) for p in params] == EXPECTED[name]
+    # confection builds the config schema from the type hints too
+    assert set(func.__annotations__) == {p.name for p in params} | {"return"}
+
+
+def test_architecture_binds_positional_and_keyword_arguments():
+    seen = {}
+
+    @architecture("tok2vec", "width", "nO", width=7)
+    def build(**kwargs):
+        seen.update(kwargs)
+        return "model"
+
+    assert build("t2v", nO=3) == "model"
+    assert seen == {"tok2vec": "t2v", "width": 7, "nO": 3}
+    with pytest.raises(TypeError):
+        build("t2v", unknown=1)
