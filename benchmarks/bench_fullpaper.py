@@ -27,9 +27,10 @@ sentences' words (all scikit-learn, trained on the MuLMS training folds
 only); ``--demo-pipeline``: a trained pipeline as it is (e.g. the demo before
 this classifier: not trained on MuLMS, so the same model for every fold);
 ``--cv-dir``: the full-paper classifier trained per fold by
-``training/fullpaper_cv/run.sh``-style runs (``<cv-dir>/<fold>/model/model-last``,
-trained on CSAbstruct train + the other folds' papers); the same models with the
-sections hidden (``no sections``: plain text).
+``benchmarks/run_fullpaper_cv.sh`` (``<cv-dir>/<fold>/model/model-last``,
+trained on CSAbstruct train + the other folds' papers); ``--cv-before``: the
+same for an earlier classifier (its own rows); each also with the sections
+hidden (``no sections``: plain text).
 
     python benchmarks/bench_fullpaper.py --data ../shared/data --cv-dir training/fullpaper_cv \\
         --demo-pipeline training/old_demo_pipeline --out benchmarks/results/fullpaper_cv.json
@@ -218,6 +219,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--cv-dir", type=Path, default=None)
+    parser.add_argument("--cv-before", type=Path, default=None,
+                        help="per-fold models of an earlier classifier, same layout as --cv-dir (its own rows)")
     parser.add_argument("--demo-pipeline", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -276,14 +279,16 @@ def main(argv=None) -> int:
 
         run(f"demo pipeline before ({args.demo_pipeline.name})", demo_fold)
 
-    if args.cv_dir:
-        models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in FOLDS}
+    for name, cv_dir in (("full-paper classifier before", args.cv_before), ("full-paper classifier", args.cv_dir)):
+        if not cv_dir:
+            continue
+        models = {fold: spacy.load(cv_dir / fold / "model" / "model-last") for fold in FOLDS}
         for hide in (False, True):
-            def cv_fold(fold, train, test, test_docs, hide=hide):
+            def cv_fold(fold, train, test, test_docs, hide=hide, models=models):
                 return [p for preds in pipeline_predictions(models[fold], [docs[i] for i in test_docs],
                                                             hide_sections=hide) for p in preds]
 
-            run("full-paper classifier" + (" (no sections)" if hide else ""), cv_fold)
+            run(name + (" (no sections)" if hide else ""), cv_fold)
 
     report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": time.time() - started,
               "papers": len(docs), "scored": sum(r["scored"] for r in rows),

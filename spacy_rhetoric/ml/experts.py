@@ -232,7 +232,7 @@ def build_full_paper_sentence_classifier(
     lexical_length: int = 2 ** 19,
     neighbour_weight: float = 0.5,
     heading_words: bool = False,
-    lexical_docs: str = "all",
+    lexical_docs: str = "papers",
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """``SectionAwareSentenceClassifier.v3`` (sections as segments and
