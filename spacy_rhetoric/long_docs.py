@@ -11,21 +11,24 @@ through ``nlp.pipe`` one at a time (nothing but the finished pieces is kept),
 and the processed pieces are joined into one Doc with ``Doc.from_docs``.
 
 The joined Doc has exactly the input text, every token and sentence boundary
-of the pieces, and the per-sentence store of ``spacy_rhetoric.extensions``
-with its token offsets shifted (labels, scores, vectors, phrase matches,
-sections, sids); ``doc._.citance_links`` entries get their citance character
-offsets shifted; span groups (``doc.spans["rhetoric"]``) with their
-``attrs["scores"]``; the ``sent.vector`` / ``sent.similarity`` hooks of the
-sentence encoder. ``doc._.trf_data`` (the transformer output of one piece) is
-dropped before joining; other user data is joined by spaCy's ``from_docs``
-(its warnings name what it cannot join). A sentence never crosses a piece
-boundary, so a cut inside a paragraph (only when a paragraph alone exceeds
-``max_chars``) can split what the parser would have kept as one sentence.
+of the pieces, and every extension value of the pieces' sentences (labels,
+scores, vectors, phrase matches, sections, sids: ``Doc.from_docs`` shifts
+their character offsets itself); the doc-level values, which ``from_docs``
+drops, are carried here: ``doc._.citance_links`` of all pieces with their
+citance character offsets shifted, the other ones from the first piece that
+has them. Span groups (``doc.spans["rhetoric"]``) are joined by ``from_docs``,
+their ``attrs["scores"]`` here; the ``sent.vector`` / ``sent.similarity``
+hooks of the sentence encoder are reinstalled. ``doc._.trf_data`` (the
+transformer output of one piece) is dropped before joining; other user data
+is joined by spaCy's ``from_docs`` (its warnings name what it cannot join). A
+sentence never crosses a piece boundary, so a cut inside a paragraph (only
+when a paragraph alone exceeds ``max_chars``) can split what the parser would
+have kept as one sentence.
 
 ``process_long_doc`` does the same for a Doc a reader made (preset sentence
 starts, headings, sids, citations): cut at sentence starts into pieces of at
 most ``max_chars`` characters (a longer sentence is a piece of its own), each
-piece with its slice of the per-sentence store and of the span groups, run
+piece with its sentences' extension values and its slice of the span groups, run
 one at a time and joined as above; ``annotate``, ``index`` and ``render`` run
 a paper longer than ``nlp.max_length`` through it.
 
@@ -34,12 +37,13 @@ a paper longer than ``nlp.max_length`` through it.
 cut the same way and its pieces' tokens joined, so one long paper is read
 like any other instead of stopping a batch.
 """
+import copy
 import re
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.language import Language
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 
 from . import extensions as ext
 
@@ -85,60 +89,43 @@ def make_doc(nlp: Language, text: str) -> Doc:
                          ensure_whitespace=False)
 
 
-def _shift_key(key: str, offset: int) -> str:
-    start, end = key.split(":")
-    return f"{int(start) + offset}:{int(end) + offset}"
-
-
-def merge_stores(docs: Sequence[Doc]) -> Dict[str, Any]:
-    """The ``spacy_rhetoric`` user-data store of ``Doc.from_docs(docs,
-    ensure_whitespace=False)``: per-sentence keys (token offsets) and phrase
-    matches shifted by each doc's token offset, citance links by its
-    character offset, other doc-level values from the first doc that has
-    them."""
-    merged: Dict[str, Any] = {}
-    tok_offset = 0
-    char_offset = 0
-    for doc in docs:
-        store = doc.user_data.get(ext.STORE_KEY, {})
-        for field, values in store.items():
-            if field == ext.CITANCE_LINKS:
-                entries = merged.setdefault(field, [])
-                for entry in values or []:
-                    entry = dict(entry)
-                    for k in ("start_char", "end_char"):
-                        if entry.get(k) is not None:
-                            entry[k] = int(entry[k]) + char_offset
-                    entries.append(entry)
-            elif isinstance(values, dict) and field not in (ext.DOC_ID,):
-                target = merged.setdefault(field, {})
-                for key, value in values.items():
-                    if field == ext.PHRASE_MATCH and value is not None:
-                        value = [int(value[0]) + tok_offset, int(value[1]) + tok_offset]
-                    target[_shift_key(key, tok_offset)] = value
-            elif field not in merged:
-                merged[field] = values
-        tok_offset += len(doc)
-        char_offset += len(doc.text)
-    return merged
+def _pop_doc_values(doc: Doc) -> Dict[Tuple, Any]:
+    """Take the doc-level extension values (``Doc.from_docs`` would drop
+    them with warning W101) out of ``doc.user_data``."""
+    keys = [k for k in doc.user_data if isinstance(k, tuple) and len(k) == 4 and k[0] == ext.EXT_KEY
+            and k[2] is None and k[3] is None]
+    return {k: doc.user_data.pop(k) for k in keys}
 
 
 def join_docs(docs: Sequence[Doc]) -> Doc:
-    """``Doc.from_docs`` (texts joined as they are) plus the merged
-    ``spacy_rhetoric`` store; the pieces' ``doc._.trf_data`` is dropped."""
+    """``Doc.from_docs`` (texts joined as they are) plus the doc-level
+    values (see the module docstring); the pieces' ``doc._.trf_data`` is
+    dropped."""
     saved = []
     for doc in docs:
         doc.user_data.pop(TRF_DATA_KEY, None)
-        saved.append(doc.user_data.pop(ext.STORE_KEY, None))
+        saved.append(_pop_doc_values(doc))
     try:
         joined = Doc.from_docs(list(docs), ensure_whitespace=False)
     finally:
-        for doc, store in zip(docs, saved):
-            if store is not None:
-                doc.user_data[ext.STORE_KEY] = store
-    store = merge_stores(docs)
-    if store:
-        joined.user_data[ext.STORE_KEY] = store
+        for doc, values in zip(docs, saved):
+            doc.user_data.update(values)
+    links_key = (ext.EXT_KEY, ext.doc_attr(ext.CITANCE_LINKS), None, None)
+    links: List[Dict[str, Any]] = []
+    char_offset = 0
+    for doc, values in zip(docs, saved):
+        for entry in values.get(links_key) or []:
+            entry = dict(entry)
+            for k in ("start_char", "end_char"):
+                if entry.get(k) is not None:
+                    entry[k] = int(entry[k]) + char_offset
+            links.append(entry)
+        for key, value in values.items():
+            if key != links_key:
+                joined.user_data.setdefault(key, copy.copy(value))
+        char_offset += len(doc.text)
+    if any(links_key in values for values in saved):
+        joined.user_data[links_key] = links
     _join_span_scores(joined, docs)
     return ext.restore_vector_hooks(joined)
 
@@ -161,32 +148,23 @@ def _pieces(nlp: Language, texts: Sequence[Any], batch_size: int) -> Iterator[Do
 
 
 def slice_doc(doc: Doc, start: int, end: int) -> Doc:
-    """``doc[start:end]`` as a Doc with its sentence starts, its share of the
-    ``spacy_rhetoric`` store (per-sentence values shifted; doc-level values
-    kept) and of the span groups."""
-    from spacy.tokens import Span
-
-    piece = doc[start:end].as_doc()
-    store: Dict[str, Any] = {}
-    for field, values in doc.user_data.get(ext.STORE_KEY, {}).items():
-        if field == ext.CITANCE_LINKS:
-            continue  # char offsets into the whole Doc: not a reader's value
-        if isinstance(values, dict) and field != ext.DOC_ID:
-            kept = {}
-            for key, value in values.items():
-                s, e = (int(x) for x in key.split(":"))
-                if start <= s and e <= end:
-                    if field == ext.PHRASE_MATCH and value is not None:
-                        value = [int(value[0]) - start, int(value[1]) - start]
-                    kept[f"{s - start}:{e - start}"] = value
-            store[field] = kept
-        else:
-            store[field] = values
-    if store:
-        piece.user_data[ext.STORE_KEY] = store
+    """``doc[start:end]`` as a Doc with its sentence starts, the extension
+    values of its spans (offsets shifted), the doc-level values but the
+    citance links (offsets into the whole Doc), and its share of the span
+    groups."""
+    span = doc[start:end]
+    piece = span.as_doc()
+    links_key = (ext.EXT_KEY, ext.doc_attr(ext.CITANCE_LINKS), None, None)
+    for key, value in doc.user_data.items():
+        if not (isinstance(key, tuple) and len(key) == 4 and key[0] == ext.EXT_KEY) or key == links_key:
+            continue
+        if key[2] is None and key[3] is None:
+            piece.user_data[key] = copy.copy(value)
+        elif key[2] is not None and key[3] is not None and span.start_char <= key[2] and key[3] <= span.end_char:
+            piece.user_data[(key[0], key[1], key[2] - span.start_char, key[3] - span.start_char)] = copy.copy(value)
     for key, group in doc.spans.items():
-        piece.spans[key] = [Span(piece, span.start - start, span.end - start, label=span.label,
-                                 kb_id=span.kb_id) for span in group if start <= span.start and span.end <= end]
+        piece.spans[key] = [Span(piece, s.start - start, s.end - start, label=s.label,
+                                 kb_id=s.kb_id) for s in group if start <= s.start and s.end <= end]
     return piece
 
 

@@ -18,7 +18,7 @@ learned heading classifier and its training (used by
   (``assets/section_model.json``) is built from the FeRoSA headings by
   ``scripts/build_section_model.py``.
 * :func:`sentence_sections`: the section of each sentence of a doc, from the
-  doc store (``sent._.rhetoric_section`` / ``rhetoric_heading``), with back
+  extension values (``sent._.rhetoric_section`` / ``rhetoric_heading``), with back
   matter (``BACK_MATTER``) by the ``back_matter`` rules and, optionally, by
   :func:`is_acknowledgement` (used by the section-aware classifier,
   ``ml/sections.py``, and the weak labels of ``readers/section_labels.py``).

@@ -122,3 +122,12 @@ def save_tiny_pipeline(path, pipes=("rhetoric_function_classifier", "rhetoric_se
     nlp.initialize(lambda: [Example(nlp.make_doc(ref.text), ref)])
     nlp.to_disk(path)
     return path
+
+
+def user_data_items(doc):
+    """``doc.user_data`` as a sorted list of ``(key, value)``, numpy arrays
+    as lists, for equality checks of whole Docs' extension values."""
+    def plain(value):
+        return value.tolist() if hasattr(value, "tolist") else value
+
+    return sorted(((k, plain(v)) for k, v in doc.user_data.items()), key=repr)

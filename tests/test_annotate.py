@@ -9,14 +9,13 @@ import sys
 import pytest
 import spacy
 import srsly
-from helpers import kill_then_rerun, save_tiny_pipeline
+from helpers import kill_then_rerun, save_tiny_pipeline, user_data_items
 from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
-from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.apps.annotate import RECORD_FIELDS, annotate_corpus
 from spacy_rhetoric.cli import _load_commands, app
 from spacy_rhetoric.corpus_builder import CorpusBuildError
@@ -54,7 +53,7 @@ def outputs(out_dir):
     """The JSONL text and the decoded Docs of a run, for equality checks."""
     docs = DocBin(store_user_data=True).from_disk(out_dir / "annotations.spacy").get_docs(Vocab())
     return ((out_dir / "annotations.jsonl").read_text(encoding="utf8"),
-            [(d.text, d.user_data.get(ext.STORE_KEY)) for d in docs])
+            [(d.text, user_data_items(d)) for d in docs])
 
 
 def run(model_dir, papers, out, **kw):
@@ -165,6 +164,22 @@ def test_edited_input_is_annotated_again(model_dir, tmp_path):
 def test_n_process_2_equals_1(model_dir, papers, reference, tmp_path):
     run(model_dir, papers, tmp_path / "np2", n_process=2)
     assert outputs(tmp_path / "np2") == outputs(reference[0])
+
+
+@pytest.mark.slow
+def test_n_process_workers_do_not_warn_about_hooks(model_dir, papers, tmp_path):
+    """The workers' docs lose the encoder's sent.vector hooks, which annotate
+    does not use: no W109 from them (in a fresh process: pytest would record
+    the workers' warnings)."""
+    import subprocess
+
+    code = ("import sys; from spacy_rhetoric.apps.annotate import annotate_corpus; "
+            "annotate_corpus(sys.argv[1], [sys.argv[2]], sys.argv[3], batch_size=2, n_process=2)")
+    done = subprocess.run([sys.executable, "-c", code, str(model_dir), str(papers), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "annotations.jsonl").exists()
+    assert "W109" not in done.stderr
 
 
 @pytest.mark.slow

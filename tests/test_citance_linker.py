@@ -690,7 +690,7 @@ def test_linker_names(tiny_encoder_dir):
     nlp, linker = _toy_nlp(tiny_encoder_dir)
     assert isinstance(linker.retriever, CitRetScorer) and not hasattr(linker, "scorer_")
     assert not hasattr(citance_linker, "DEFAULT_LINKER_CONFIG")
-    assert set(nlp.get_pipe_meta("rhetoric_citance_linker").assigns) == {"doc._.citance_links", "doc.user_data"}
+    assert set(nlp.get_pipe_meta("rhetoric_citance_linker").assigns) == {"doc._.citance_links"}
 
 
 def test_cli_link_unloadable_encoder_one_line_exit_1(tmp_path):

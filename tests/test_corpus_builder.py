@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy
 import pytest
 import srsly
-from helpers import cli_text, kill_then_rerun
+from helpers import cli_text, kill_then_rerun, user_data_items
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
 import spacy_rhetoric
-from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.corpus_builder import (
     CorpusBuildError,
     build_corpus,
@@ -83,7 +82,7 @@ def outputs(out_dir: Path):
     for name in ("train", "valid"):
         res[f"{name}.jsonl"] = (out_dir / f"{name}.jsonl").read_text(encoding="utf8")
         docs = list(DocBin(store_user_data=True).from_disk(out_dir / f"{name}.spacy").get_docs(Vocab()))
-        res[f"{name}.spacy"] = [(d.text, d.user_data.get(ext.STORE_KEY)) for d in docs]
+        res[f"{name}.spacy"] = [(d.text, user_data_items(d)) for d in docs]
     return res
 
 

@@ -49,10 +49,73 @@ def test_values_on_fresh_sentence_spans():
     _check(doc)  # doc.sents builds new Span objects: values still there
 
 
-def test_extensions_are_read_only():
+def test_attributes_and_helpers_are_one_store():
+    """sent._ attributes are spaCy's own extension values: written directly,
+    the helpers read them, and the other way round; spaCy keys them by
+    character offsets."""
     _, doc = _doc()
-    with pytest.raises(AttributeError):
-        list(doc.sents)[0]._.rhetoric_label = "x"
+    first, second, _ = doc.sents
+    first._.rhetoric_label = "method"
+    assert ext.get_sent_labels(doc) == ["method", None, None]
+    assert ext.labelled_spans(doc) == [(first.start, first.end, "method")]
+    ext.set_span_values(doc, ext.SCORES, [second], [{"result": 1}])
+    assert list(doc.sents)[1]._.rhetoric_scores == {"result": 1.0}
+    assert doc.user_data[("._.", "rhetoric_label", first.start_char, first.end_char)] == "method"
+    ext.set_span_values(doc, ext.LABEL, [first], [None])
+    assert list(doc.sents)[0]._.rhetoric_label is None and not ext.labelled_spans(doc)
+    with pytest.raises(TypeError, match="must be str"):
+        ext.set_span_values(doc, ext.LABEL, [first], [3])
+    with pytest.raises(TypeError, match="lists of str"):
+        first._.rhetoric_gold_labels = "method"
+
+
+def test_other_field_names_get_their_own_attribute():
+    """A component configured with a field of no listed attribute (e.g.
+    label_field = "move") writes sent._.rhetoric_move."""
+    _, doc = _doc()
+    ext.set_span_values(doc, "move", list(doc.sents)[:1], ["m1"])
+    assert [s._.rhetoric_move for s in doc.sents] == ["m1", None, None]
+    assert ext.labelled_spans(doc, field="move") == [(0, 4, "m1")]
+    ext.set_doc_value(doc, "venue", "ACL")
+    assert doc._.rhetoric_venue == "ACL" and ext.get_doc_value(doc, "venue") == "ACL"
+
+
+def test_from_docs_and_as_doc_shift_the_values():
+    """Doc.from_docs moves every sentence value with its sentence (the
+    phrase match too: it is stored relative to its sentence)."""
+    nlp, a = _doc()
+    _fill(a)
+    b = nlp("Nothing here. Prior work is limited.")
+    joined = spacy.tokens.Doc.from_docs([b, a])
+    sents = list(joined.sents)
+    assert [s._.rhetoric_label for s in sents] == [None, None, "objective", None, "result"]
+    assert sents[3]._.phrase_match.text == "Prior work is"
+    assert sents[2]._.rhetoric_vector.tolist() == pytest.approx([0.6, 0.8])
+    piece = joined[sents[2].start:].as_doc(copy_user_data=True)
+    _check(piece)
+
+
+def test_upgrade_legacy_store():
+    """A Doc saved by the earlier layout (one mapping in
+    user_data["spacy_rhetoric"], token offsets) reads as a new one."""
+    _, doc = _doc()
+    vec = numpy.array([0.6, 0.8], dtype="float32").tobytes()
+    doc.user_data["spacy_rhetoric"] = {
+        "label": {"0:4": "objective", "9:14": "result"},
+        "scores": {"0:4": {"objective": 0.9, "result": 0.1}},
+        "vector": {"0:4": vec},
+        "section": {"0:4": "abstract", "4:9": "abstract", "9:14": "abstract"},
+        "phrase_label": {"4:9": "Showing limitation or lack of past work"},
+        "phrase_match": {"4:9": [4, 7]},
+        "doc_id": "p1",
+    }
+    data = DocBin(docs=[doc], store_user_data=True).to_bytes()
+    (old,) = DocBin().from_bytes(data).get_docs(doc.vocab)
+    assert [s._.rhetoric_label for s in old.sents] == [None] * 3
+    _check(ext.upgrade_legacy_store(old))
+    assert old._.rhetoric_doc_id == "p1" and "spacy_rhetoric" not in old.user_data
+    (read,) = ext.docbin_docs(DocBin().from_bytes(data), doc.vocab)  # how the package reads .spacy files
+    _check(read)
 
 
 def test_set_sent_labels_length_mismatch():

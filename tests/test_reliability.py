@@ -149,7 +149,7 @@ def test_same_named_papers_keep_apart(model_dir, tmp_path):
     out = tmp_path / "c.spacy"
     code, text = run("convert", "auto", src, out)
     assert code == 0 and "kept apart" in text
-    ids = [d.user_data["spacy_rhetoric"]["doc_id"] for d in DocBin().from_disk(out).get_docs(spacy.blank("en").vocab)]
+    ids = [d._.rhetoric_doc_id for d in DocBin().from_disk(out).get_docs(spacy.blank("en").vocab)]
     assert sorted(ids) == ["X.tei.xml", "X.txt", "a/paper", "b/paper"]
     # index: every row carries its input file, and --paper finds one paper only
     build_index(model_dir, [src], tmp_path / "idx", index_type="flat", progress=False)

@@ -65,6 +65,8 @@ def check_group(doc, key="rhetoric", label_ext="rhetoric_label", scores_ext="rhe
     sents = [s for s in doc.sents if s.text.strip()]
     assert [(s.start, s.end) for s in group] == [(s.start, s.end) for s in sents]
     assert [s.label_ for s in group] == [s._.get(label_ext) for s in sents]
+    # one store: the group's spans read the same extension values as the sentences
+    assert [s._.get(label_ext) for s in group] == [s.label_ for s in group]
     expected = [s._.get(scores_ext)[s._.get(label_ext)] for s in sents]
     numpy.testing.assert_allclose(group.attrs["scores"], expected, rtol=1e-6)
     return [(s.start, s.end, s.label_) for s in group], list(group.attrs["scores"])

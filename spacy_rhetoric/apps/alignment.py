@@ -88,7 +88,7 @@ def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) ->
         return reference_doc(nlp, paper)
     if suffix == ".spacy":
         try:
-            docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(nlp.vocab))
+            docs = list(ext.docbin_docs(DocBin(store_user_data=True).from_disk(path), nlp.vocab))
         except Exception as err:  # noqa: BLE001 - name the file
             raise AlignmentError(f"{path}: cannot read as a .spacy DocBin: {err}") from err
         docs = [d for d in docs if len(d)]

@@ -50,6 +50,7 @@ from ..corpus_builder.settings import (
     remove_failed_build,
 )
 from ..corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
+from ..extensions import docbin_docs
 from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
 from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
 from ..readers.common import ReaderError, sentence_splitters
@@ -113,7 +114,7 @@ def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None,
         return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id, grobid=grobid)]
     doc_id = doc_id[:-len(".spacy")] if doc_id.lower().endswith(".spacy") else doc_id
     try:
-        docs = list(DocBin(store_user_data=True).from_disk(inp.path).get_docs(nlp.vocab))
+        docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(inp.path), nlp.vocab))
     except Exception as err:  # noqa: BLE001 - name the file
         raise ReaderError(inp.path, None, f"cannot read as a .spacy DocBin: {err}") from err
     docs = [doc for doc in docs if len(doc)]
@@ -243,7 +244,7 @@ def pipeline_digest(pipeline: PathLike) -> str:
 def annotate_docbin(nlp: Language, docs: bytes, settings: AnnotateSettings, batch_size: int):
     """A Dask task's work (``jobs.dask_tasks``): annotate the Docs of one
     input (DocBin bytes) with the worker's pipeline."""
-    return annotate_docs(nlp, list(DocBin(store_user_data=True).from_bytes(docs).get_docs(nlp.vocab)),
+    return annotate_docs(nlp, list(docbin_docs(DocBin(store_user_data=True).from_bytes(docs), nlp.vocab)),
                          settings, batch_size)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 import spacy
 from spacy.language import Language
 
-from ..extensions import VECTOR, restore_hooks_in_pipe
+from ..extensions import VECTOR
 from ..io import PathError, atomic_dir, check_input, check_output
 from ..util import load_parser
 
@@ -125,7 +125,7 @@ def _source_key(source: Source) -> Union[int, str]:
 
 
 def written_fields(nlp: Language, name: str) -> List[str]:
-    """The sentence fields component ``name`` writes (``extensions`` storage)."""
+    """The sentence fields component ``name`` writes (``extensions``)."""
     factory = nlp.get_pipe_meta(name).factory
     pipe = nlp.get_pipe(name)
     if factory == CLASSIFIER:
@@ -224,7 +224,6 @@ def assemble(
         nlp.add_pipe(name, name=new_name, source=source_nlp)
         report[new_name] = f"from {where}" + (f" (own copy of {', '.join(detached)})" if detached else "")
     check_fields(nlp)
-    restore_hooks_in_pipe(nlp)  # a sourced encoder: no factory call
     nlp.meta["description"] = describe(nlp, parser_name)
     doc = nlp(SMOKE_TEXT)
     if not list(doc.sents):

@@ -10,7 +10,7 @@ side by side, each sentence of A linked to its aligned sentence(s) of B
 Labels are read as displaCy's ``style="span"`` reads them: the span group
 ``doc.spans["rhetoric"]`` (one span per sentence, its label the coarse
 function, ``attrs["scores"]`` the label's probability), with the
-per-sentence store (``sent._.rhetoric_label``/``rhetoric_scores``) as fallback
+extension values (``sent._.rhetoric_label``/``rhetoric_scores``) as fallback
 and for the full score table. ``colors`` maps labels to CSS colours as in
 displaCy's options.
 

@@ -40,6 +40,7 @@ def corpus_vectors(corpus: List[Path], model: Optional[str], max_points: int, se
     from spacy.tokens import DocBin
     from tqdm import tqdm
 
+    from ..extensions import docbin_docs
     from ..readers.common import ReadStats
     from ..search import corpus_files, encode_papers, iter_corpus, load_pipeline, sentence_rows
 
@@ -53,7 +54,7 @@ def corpus_vectors(corpus: List[Path], model: Optional[str], max_points: int, se
         total = 0
         for path in files:
             try:
-                docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab))
+                docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(path), vocab))
             except Exception as err:  # noqa: BLE001 - name the file
                 raise ValueError(f"{path}: cannot read as a .spacy DocBin: {err}") from err
             for doc in docs:

@@ -28,6 +28,7 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
     import spacy_rhetoric  # noqa: F401 - extensions and factories
 
     from ..apps.render import has_labels
+    from ..extensions import docbin_docs
     from ..readers.common import sentence_splitters
 
     nlp = None
@@ -38,7 +39,7 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
             raise ValueError(f"cannot load pipeline {model!r}: {err}") from err
     if paper.suffix.lower() == ".spacy":
         try:
-            docs = list(DocBin(store_user_data=True).from_disk(paper).get_docs((nlp or spacy.blank("en")).vocab))
+            docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(paper), (nlp or spacy.blank("en")).vocab))
         except Exception as err:  # noqa: BLE001 - name the file
             raise ValueError(f"{paper}: cannot read as a .spacy DocBin: {err}") from err
         docs = [d for d in docs if len(d)]

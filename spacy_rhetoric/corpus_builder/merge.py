@@ -56,7 +56,7 @@ def valid_papers(papers: Sequence[str], labels: Sequence[str], *, seed: int = 0,
 
 def record_doc(nlp: Language, rec: Dict[str, Any]) -> Doc:
     """One Doc per labeled sentence, with its gold ``label`` (set_sent_labels),
-    evidence n-gram, section, sid and paper id in the doc-level store."""
+    evidence n-gram, section, sid and paper id as its extension values."""
     doc = sentence_doc(nlp, rec["text"])
     sents = [doc[:]]
     ext.set_sent_labels(doc, [rec["label"]])

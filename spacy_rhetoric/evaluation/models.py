@@ -23,6 +23,7 @@ def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
     ValueError naming the file when it is missing or not a DocBin."""
     from spacy.tokens import DocBin
 
+    from ..extensions import docbin_docs
     from ..io import check_input
 
     check_input(path, what=".spacy input")
@@ -31,7 +32,7 @@ def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
     except Exception as err:  # noqa: BLE001 - name the file in the error
         raise ValueError(f"cannot read {path} as a .spacy DocBin: {err}") from err
     docs = []
-    for doc in docbin.get_docs(vocab):
+    for doc in docbin_docs(docbin, vocab):
         docs.append(doc)
         if limit > 0 and len(docs) >= limit:
             break

@@ -1,5 +1,6 @@
 """The pending inputs of a build through one ordered ``nlp.pipe`` stream on
 this machine (``n_process`` workers)."""
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -73,10 +74,15 @@ def stream_inputs(
             in_flight.popitem(last=False)
             finish(inp, payload, results)
 
-    for doc, (key, context) in nlp.pipe(feed(), as_tuples=True, n_process=n_process, batch_size=batch_size,
-                                        disable=list(disable)):
-        in_flight[key][3].append(process(doc, context))
-        flush_complete()
+    with warnings.catch_warnings():
+        # Worker processes (forked inside this block) send their docs back as
+        # bytes without the encoder's sent.vector hooks and spaCy warns so
+        # (W109); ``process`` reads extension values, not hooks.
+        warnings.filterwarnings("ignore", message=r"\[W109\]")
+        for doc, (key, context) in nlp.pipe(feed(), as_tuples=True, n_process=n_process, batch_size=batch_size,
+                                            disable=list(disable)):
+            in_flight[key][3].append(process(doc, context))
+            flush_complete()
     flush_complete()
     if in_flight:  # pragma: no cover - would mean nlp.pipe dropped documents
         raise RuntimeError(f"inputs left incomplete: {list(in_flight)}")

@@ -82,7 +82,7 @@ def doc_sentence_offsets(doc: Doc) -> Offsets:
 
 def gold_sentences(example: Example, field: str = LABEL) -> Tuple[List[Span], List[Optional[str]]]:
     """Gold sentences of an Example as spans of ``example.predicted`` (whole
-    sentences, as the store keys them), and their gold values for ``field``
+    sentences, as the extension values key them), and their gold values for ``field``
     (None where a sentence has none). Whitespace-only sentences are left out.
 
     Reference sentences whose tokens do not align one-to-one with the predicted

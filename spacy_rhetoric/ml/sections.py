@@ -8,7 +8,7 @@ concatenates a one-hot vector of each sentence's section (``SECTION_FEATURES``)
 to that representation before the (optional Maxout hidden layer and the)
 Softmax output layer.
 
-Where the section comes from (:func:`sentence_sections`): the doc store, as
+Where the section comes from (:func:`sentence_sections`): the extension values, as
 ``rhetoric_section_tagger`` writes it (``sent._.rhetoric_section``, one of
 ``section_headings.CATEGORIES``) -- so in a pipeline put the tagger before the
 classifier (``spacy_rhetoric.apps.assemble`` does). The section of a sentence is

@@ -8,7 +8,7 @@ buckets; the trunk's positions within sections) need the section of every
 sentence of the batch. The model's top layer (``force_sections``) turns its
 input into a :class:`SentenceBatch`, the same pair that reads the sections
 from the docs once per ``acknowledgements`` flag and keeps them for the
-layers below (reading the doc store each time was ~40 % of the classifier's
+layers below (reading the extension values each time was ~40 % of the classifier's
 predict time). Given a plain ``(docs, indices)`` tuple the helpers read the
 sections each time.
 """

@@ -82,7 +82,7 @@ OLD_VECTORS_FILE = "vectors.kv"  # gensim pickle written by older versions: refu
 
 @Language.factory(
     "rhetoric_citance_linker",
-    assigns=["doc._.citance_links", "doc.user_data"],
+    assigns=["doc._.citance_links"],
     default_config=default_config,
     default_score_weights={"citance_link_f": 1.0, "citance_link_p": 0.0, "citance_link_r": 0.0},
 )
@@ -462,7 +462,7 @@ class CitanceLinker(Pipe):
             )
         if "references" not in exclude and (path / "references.spacy").exists():
             keys = srsly.read_json(path / "references.json")
-            docs = list(DocBin().from_disk(path / "references.spacy").get_docs(self.vocab))
+            docs = list(extensions.docbin_docs(DocBin().from_disk(path / "references.spacy"), self.vocab))
             self.references = dict(zip(keys, docs))
         self._prepared.clear()
         return self

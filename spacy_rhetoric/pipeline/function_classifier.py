@@ -1,22 +1,25 @@
 """rhetoric_function_classifier: one rhetorical-function label per sentence.
 
-A softmax over a label set learned in ``initialize``. Predictions go to the
-doc-level store (see ``spacy_rhetoric.extensions``): by default the coarse
-fields, ``sent._.rhetoric_label`` and ``sent._.rhetoric_scores``; a second
-instance trained on fine communicative functions (e.g. the distant labels of
-``spacy-rhetoric label``) writes ``label_field = "fine_label"`` and
-``scores_field = "fine_scores"`` (``sent._.rhetoric_fine_label``,
-``sent._.rhetoric_fine_scores``), so both can run in one pipeline. The
-sentences with their labels also go to the span group
-``doc.spans[spans_key]`` ("rhetoric", or "rhetoric_fine" for the fine
-classifier; scores in its ``attrs["scores"]`` as spaCy's spancat), so
-displaCy's span style, ``Scorer.score_spans`` and other span-group tools read
-them. Whitespace-only sentences get no label. Gold
-labels are read from ``gold_field`` of the reference docs (``"label"``, where
-every reader puts them). At prediction time the sentences are the predicted
-doc's ``doc.sents``; in ``update`` they are the gold sentences of the
-reference doc, so training does not depend on a sentencizer (both through
-``SentencePipe``). Gold sentences without a label are left out of the loss.
+A softmax over a label set learned in ``initialize``. The predictions are
+stored once, as span extension values (see ``spacy_rhetoric.extensions``:
+spaCy's own storage in ``doc.user_data``, keyed by character offsets): by
+default the coarse fields, ``sent._.rhetoric_label`` and
+``sent._.rhetoric_scores``; a second instance trained on fine communicative
+functions (e.g. the distant labels of ``spacy-rhetoric label``) writes
+``label_field = "fine_label"`` and ``scores_field = "fine_scores"``
+(``sent._.rhetoric_fine_label``, ``sent._.rhetoric_fine_scores``), so both
+can run in one pipeline. The span group ``doc.spans[spans_key]``
+("rhetoric", or "rhetoric_fine" for the fine classifier; the probability of
+each span's label in its ``attrs["scores"]``, as spaCy's spancat) is a view
+of the same predictions, built in the same ``set_annotations`` call, for
+displaCy's span style, ``Scorer.score_spans`` and other span-group tools;
+the scorer and training read the extension values. Whitespace-only
+sentences get no label. Gold labels are read from ``gold_field`` of the
+reference docs (``"label"``, where every reader puts them). At prediction
+time the sentences are the predicted doc's ``doc.sents``; in ``update`` they
+are the gold sentences of the reference doc, so training does not depend on
+a sentencizer (both through ``SentencePipe``). Gold sentences without a
+label are left out of the loss.
 """
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -148,7 +151,6 @@ def default_spans_key(label_field: str = LABEL) -> str:
     "rhetoric_function_classifier",
     assigns=[
         "doc.spans",
-        "doc.user_data",
         "span._.rhetoric_label",
         "span._.rhetoric_scores",
         "span._.rhetoric_fine_label",
@@ -277,10 +279,10 @@ class FunctionClassifier(SentencePipe):
             )
 
     def set_annotations(self, docs: Iterable[Doc], scores: Floats2d) -> None:
-        """Write the argmax label to ``label_field`` and the label -> probability
-        mapping to ``scores_field`` for every sentence (one set_span_values
-        call per doc and field), and the span group ``doc.spans[spans_key]``:
-        one span per sentence labelled with its argmax label, the group's
+        """Store the argmax label (``label_field``) and the label -> probability
+        mapping (``scores_field``) of every sentence, and make the span group
+        ``doc.spans[spans_key]`` from the same predictions: one span per
+        sentence labelled with its argmax label, the group's
         ``attrs["scores"]`` the probability of that label (spaCy's spancat
         convention)."""
         labels = self.labels

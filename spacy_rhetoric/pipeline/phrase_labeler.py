@@ -83,7 +83,7 @@ PhraseSource = Union[str, Path, Sequence[Sequence[str]]]
 ATTRS = ("LEMMA", "LOWER", "NORM", "ORTH")
 @Language.factory(
     "rhetoric_phrase_labeler",
-    assigns=["doc.user_data", "span._.phrase_label", "span._.phrase_match"],
+    assigns=["span._.phrase_label", "span._.phrase_match"],
     requires=["token.dep", "token.lemma"],
     default_config={
         "n": 5,
@@ -423,7 +423,7 @@ def score_phrase_labels(
             n_labeled += 1
             per_n[label] += 1
             match = match_of.get((s, e))
-            char = pred[match[0]].idx if match else pred[s].idx
+            char = match[0].idx if match else pred[s].idx
             gold_label = next((g for gs, ge, g in gold if gs <= char < ge), None)
             if gold_label is None:
                 continue

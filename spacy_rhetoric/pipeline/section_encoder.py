@@ -39,7 +39,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 @Language.factory(
     "rhetoric_section_encoder",
-    assigns=["doc.user_data"],
+    assigns=["doc._.rhetoric_chunks"],
     default_config={"model_name": DEFAULT_MODEL, "max_length": 256, "batch_size": 8},
 )
 def make_section_encoder(nlp: Language, name: str, model_name: str, max_length: int, batch_size: int

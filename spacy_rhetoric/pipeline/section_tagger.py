@@ -99,7 +99,7 @@ DEFAULT_SECTION_TAGGER = Config().from_str(DEFAULT_SECTION_TAGGER_CONFIG)["secti
 
 @Language.factory(
     "rhetoric_section_tagger",
-    assigns=["doc.user_data", "doc.spans", "span._.rhetoric_section"],
+    assigns=["doc.spans", "span._.rhetoric_section"],
     default_config=DEFAULT_SECTION_TAGGER,
     default_score_weights={
         # not trained by spacy train: its scores are reported, never used to pick a model

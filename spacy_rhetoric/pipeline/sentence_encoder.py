@@ -10,19 +10,19 @@ triplet, ArcFace, multi-similarity, NT-Xent, ...), chosen in the config::
     margin = 0.5
     scale = 16
 
-Outputs: ``sent._.rhetoric_vector`` (L2-normalised float32, stored in
-``doc.user_data`` through ``spacy_rhetoric.extensions`` so it survives
+Outputs: ``sent._.rhetoric_vector`` (L2-normalised float32, a span
+extension value: spaCy keeps it in ``doc.user_data``, so it survives
 ``DocBin``/``Doc.to_bytes``), and ``doc.user_span_hooks`` for "vector" and
 "similarity" so that ``sent.vector`` and ``sent.similarity`` use it.
 
 Hooks are Python callables and spaCy does NOT serialise them: a Doc read
-back from a ``DocBin`` or ``Doc.from_bytes`` keeps ``sent._.rhetoric_vector``
-and the ``sent._.rhetoric_similarity(other)`` method (both read the stored
-vectors), and gets ``sent.vector`` / ``sent.similarity`` back with
-``spacy_rhetoric.restore_vector_hooks(docs)``. ``nlp.pipe(...,
-n_process>1)`` (whose docs spaCy rebuilds from bytes) and
-``process_long_text`` restore them themselves: the factory gives its ``nlp``
-a ``pipe`` that does (``extensions.restore_hooks_in_pipe``).
+back from a ``DocBin`` or ``Doc.from_bytes``, or made by ``nlp.pipe(...,
+n_process>1)`` (spaCy sends the workers' docs back as bytes, and warns with
+W109 that the hooks are lost), keeps ``sent._.rhetoric_vector`` and the
+``sent._.rhetoric_similarity(other)`` method, which need nothing, and gets
+``sent.vector`` / ``sent.similarity`` back with
+``spacy_rhetoric.restore_vector_hooks(docs)``, called explicitly.
+``process_long_text`` reinstalls them on the Doc it joins.
 
 Loss parameters (class weights of softmax / ArcFace) are torch parameters
 outside the thinc model, wrapped by thinc's ``PyTorchWrapper`` so that the
@@ -52,7 +52,6 @@ from ..extensions import (  # noqa: F401  (the hook functions' old import place)
     VECTOR,
     get_span_value,
     install_vector_hooks,
-    restore_hooks_in_pipe,
     restore_vector_hooks,
     rhetoric_similarity,
     sentence_similarity_hook,
@@ -148,7 +147,7 @@ def make_sentence_encoder_scorer() -> Callable:
 
 @Language.factory(
     "rhetoric_sentence_encoder",
-    assigns=["doc.user_data", "doc.user_span_hooks", "span._.rhetoric_vector"],
+    assigns=["doc.user_span_hooks", "span._.rhetoric_vector"],
     default_config={
         "model": DEFAULT_ENCODER_MODEL,
         "loss": DEFAULT_ENCODER_LOSS,
@@ -183,7 +182,6 @@ def make_sentence_encoder(
         when it is set.
     label_field: the per-sentence gold field of the reference Doc.
     """
-    restore_hooks_in_pipe(nlp)
     return SentenceEncoder(
         nlp.vocab,
         model,

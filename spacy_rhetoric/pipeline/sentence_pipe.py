@@ -42,7 +42,7 @@ class SentencePipe(TrainablePipe):
 
     @property
     def gold_field(self) -> str:
-        """Field of the reference docs' store holding the gold labels."""
+        """Field (extension value) of the reference docs holding the gold labels."""
         raise NotImplementedError
 
     # -- labels ------------------------------------------------------------

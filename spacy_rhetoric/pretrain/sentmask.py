@@ -127,11 +127,11 @@ def docbin_papers(path: Union[str, Path], *, limit: int = 0) -> Iterator[Paper]:
     import spacy
     from spacy.tokens import DocBin
 
-    from ..extensions import DOC_ID, SECTION, get_doc_value, get_span_value, install_extensions
+    from ..extensions import DOC_ID, SECTION, docbin_docs, get_doc_value, get_span_value, install_extensions
 
     install_extensions()
     nlp = spacy.blank("en")
-    for i, doc in enumerate(DocBin().from_disk(path).get_docs(nlp.vocab)):
+    for i, doc in enumerate(docbin_docs(DocBin().from_disk(path), nlp.vocab)):
         if limit and i >= limit:
             return
         sents = [s for s in doc.sents if s.text.strip()]

@@ -124,7 +124,7 @@ class SentenceCorpus:
 
     def docs(self, nlp: Language) -> Iterator[Doc]:
         for file in spacy_files(self.path):
-            yield from DocBin().from_disk(file).get_docs(nlp.vocab)
+            yield from extensions.docbin_docs(DocBin().from_disk(file), nlp.vocab)
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
         examples = (eg for doc in self.docs(nlp) for eg in sentence_examples(nlp, doc, self.label_field))

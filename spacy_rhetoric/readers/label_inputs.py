@@ -12,7 +12,7 @@ collapsed). Formats, by suffix:
   (``readers.common.iter_jsonl``);
 * ``.spacy``: a DocBin, one paper per Doc (doc id or ``<stem>:<i>``),
   sentences from the Doc's boundaries (no boundaries: the Doc is one
-  sentence), sections and sids from the doc-level store.
+  sentence), sections and sids from its extension values.
 
 :func:`read_input` never raises for a malformed input: it comes back skipped,
 with a reason naming the file.
@@ -105,7 +105,7 @@ def read_spacy(path: Path) -> ReadResult:
     ext.install_extensions()
     result = ReadResult()
     docbin = DocBin(store_user_data=True).from_disk(path)
-    for i, doc in enumerate(docbin.get_docs(Vocab())):
+    for i, doc in enumerate(ext.docbin_docs(docbin, Vocab())):
         paper_id = ext.get_doc_value(doc, ext.DOC_ID) or f"{path.stem}:{i}"
         if doc.has_annotation("SENT_START"):
             sents = list(doc.sents)

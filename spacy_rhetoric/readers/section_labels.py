@@ -37,7 +37,17 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .. import extensions
-from ..extensions import DOC_ID, HEADING, LABEL, SECTION, TITLE, get_doc_value, get_span_value, set_span_values
+from ..extensions import (
+    DOC_ID,
+    HEADING,
+    LABEL,
+    SECTION,
+    TITLE,
+    docbin_docs,
+    get_doc_value,
+    get_span_value,
+    set_span_values,
+)
 from ..section_headings import (
     ABSTRACT,
     BACK_MATTER,
@@ -70,11 +80,9 @@ def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
     ``pred`` (same text and tokens, as ``nlp.make_doc(ref.text)``)."""
     if pred.text != ref.text or len(pred) != len(ref):
         return pred
-    store = pred.user_data.setdefault(extensions.STORE_KEY, {})
-    ref_store = ref.user_data.get(extensions.STORE_KEY, {})
     for field in COPIED_FIELDS:
-        if field in ref_store:
-            store[field] = dict(ref_store[field])
+        spans = extensions.labelled_spans(ref, field=field)
+        extensions.set_span_values(pred, field, [pred[s:e] for s, e, _ in spans], [v for _, _, v in spans])
     title = get_doc_value(ref, TITLE)
     if title is not None:
         extensions.set_doc_value(pred, TITLE, title)
@@ -95,7 +103,7 @@ class SectionLabelCorpus:
 
     def __call__(self, nlp: Language) -> Iterator[Example]:
         docs = (doc for f in spacy_files(self.path, recursive=False, what="SectionLabelCorpus")
-                for doc in DocBin().from_disk(f).get_docs(nlp.vocab))
+                for doc in docbin_docs(DocBin().from_disk(f), nlp.vocab))
         for ref in shuffle_and_limit(docs, shuffle=self.shuffle, limit=self.limit):
             pred = copy_section_fields(ref, nlp.make_doc(ref.text))
             if self.section_dropout or self.doc_section_dropout:

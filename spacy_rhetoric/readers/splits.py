@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..extensions import docbin_docs
 from ..io import atomic_path, check_input, check_outputs
 
 
@@ -83,7 +84,7 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
                   kinds={"train output": "spacy", "test output": "spacy"}, force=force)
     nlp = spacy.blank("en")
     try:
-        docs = list(DocBin().from_disk(input_path).get_docs(nlp.vocab))
+        docs = list(docbin_docs(DocBin().from_disk(input_path), nlp.vocab))
     except Exception as err:  # not a DocBin: zlib/msgpack errors
         raise ValueError(f"{input_path}: not a readable .spacy file ({type(err).__name__}: {err})") from err
     ids = []

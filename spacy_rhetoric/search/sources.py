@@ -98,7 +98,7 @@ def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Di
                 stats.read += 1
                 if suffix == ".spacy":
                     try:
-                        docs = list(DocBin(store_user_data=True).from_disk(path).get_docs(vocab_nlp.vocab))
+                        docs = list(ext.docbin_docs(DocBin(store_user_data=True).from_disk(path), vocab_nlp.vocab))
                     except Exception as err:  # noqa: BLE001 - name the file
                         raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
                     papers = [doc_paper(d, f"{path.stem}:{i}", key) for i, d in enumerate(docs) if len(d)]
@@ -169,7 +169,7 @@ def load_pipeline(model: PathLike):
 
 def paper_doc(nlp, paper: Dict[str, Any]):
     """The Doc of a paper record: its sentences as preset boundaries, sections,
-    headings, sids and doc id in the store (gold labels are kept apart)."""
+    headings, sids and doc id as extension values (gold labels are kept apart)."""
     from ..readers.common import doc_from_sentences
 
     sents = paper["sentences"]
