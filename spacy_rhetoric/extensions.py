@@ -376,7 +376,7 @@ def upgrade_legacy_store(doc: Doc) -> Doc:
     if not store:
         return doc
     for field, values in store.items():
-        if field in _DOC_ATTR:
+        if field in _DOC_ATTR or not isinstance(values, dict):  # doc-level (e.g. a reader's "fold")
             set_doc_value(doc, field, values)
             continue
         spans, converted = [], []

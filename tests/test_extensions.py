@@ -108,12 +108,14 @@ def test_upgrade_legacy_store():
         "phrase_label": {"4:9": "Showing limitation or lack of past work"},
         "phrase_match": {"4:9": [4, 7]},
         "doc_id": "p1",
+        "fold": "train2",  # a reader's doc-level value of no listed attribute (readers/mulms.py)
     }
     data = DocBin(docs=[doc], store_user_data=True).to_bytes()
     (old,) = DocBin().from_bytes(data).get_docs(doc.vocab)
     assert [s._.rhetoric_label for s in old.sents] == [None] * 3
     _check(ext.upgrade_legacy_store(old))
     assert old._.rhetoric_doc_id == "p1" and "spacy_rhetoric" not in old.user_data
+    assert ext.get_doc_value(old, "fold") == "train2"
     (read,) = ext.docbin_docs(DocBin().from_bytes(data), doc.vocab)  # how the package reads .spacy files
     _check(read)
 
