@@ -118,3 +118,32 @@ def test_a_papers_only_member_learns_from_and_speaks_on_full_papers_only():
     backprop(numpy.ones((4, 4), dtype="f"))
     assert numpy.array_equal(a.attrs["dY"], numpy.ones((4, 2), dtype="f"))
     assert b.attrs["dY"].tolist() == [[1, 1], [1, 1], [0, 0], [0, 0]]
+
+
+def test_one_class_weight_power_per_block():
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("rhetoric_function_classifier", config={"class_weight_power": [0.0, 1.0]})
+    for label in ("background", "method", "result"):
+        pipe.add_label(label)
+    pipe.cfg["class_weights"] = [[1.0, 1.0, 1.0], [0.5, 1.0, 4.0]]
+    p = numpy.asarray([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]], dtype="f")
+    truths = [0, 2]
+    plain, d_plain = pipe._loss(p, truths)
+    loss, d = pipe._loss(numpy.hstack([p, p]), truths)
+    weighted = (0.5 * -numpy.log(0.7) + 4.0 * -numpy.log(0.8)) / 2
+    assert loss == pytest.approx(plain + weighted, rel=1e-5)
+    assert numpy.allclose(d[:, :3], d_plain) and not numpy.allclose(d[:, 3:], d_plain)
+    with pytest.raises(ValueError):
+        nlp.add_pipe("rhetoric_function_classifier", name="bad", config={"class_weight_power": [0.5, 2.0]})
+
+
+def test_silent_sections_mute_a_papers_only_member_at_prediction_only():
+    nlp = spacy.blank("en")
+    paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["abstract", "method"])
+    X = ([paper], make_indices(NumpyOps(), [doc_sentences(paper)[1]]))
+    a, b = constant([0.8, 0.2], "a"), constant([0.2, 0.8], "b")
+    model = experts([a, b], [0.5, 0.5], papers_only=[False, True], silent_sections=["abstract"])
+    assert numpy.allclose(model.predict(X), [[0.8, 0.2], [0.5, 0.5]])
+    _, backprop = model.begin_update(X)
+    backprop(numpy.ones((2, 4), dtype="f"))
+    assert b.attrs["dY"].tolist() == [[1, 1], [1, 1]]  # it still learns from the abstract

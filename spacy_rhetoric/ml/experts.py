@@ -59,7 +59,7 @@ _MIX = numpy.uint64(0x9E3779B97F4A7C15)
 
 
 def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int] = None,
-            papers_only: Sequence[bool] = ()) -> Model:
+            papers_only: Sequence[bool] = (), silent_sections: Sequence[str] = ()) -> Model:
     """Weighted mean of the members' probabilities at prediction; their rows
     side by side in training (module docstring). ``weights`` are
     normalised to sum to 1. The members' output dims follow this layer's
@@ -67,7 +67,10 @@ def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int
     ``papers_only[i]``: member ``i`` learns from the sentences of full papers
     only (``is_paper``; its gradient is 0 on the rows of other docs) and has
     weight 0 on them at prediction (an abstract or plain text is the other
-    members' alone)."""
+    members' alone). ``silent_sections``: at prediction, a papers-only member
+    has weight 0 on the sentences of these sections too (e.g. "abstract":
+    a paper's abstract is read like the abstracts the network learned from);
+    it still learns from them."""
     if len(members) != len(weights) or not members:
         raise ValueError(f"experts: {len(members)} members for {len(weights)} weights")
     if any(w < 0 for w in weights) or sum(weights) <= 0:
@@ -75,7 +78,8 @@ def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int
     total = float(sum(weights))
     return Model("experts", _experts_forward, init=_experts_init, layers=list(members), dims={"nO": nO},
                  attrs={"weights": [float(w) / total for w in weights], "experts": len(members),
-                        "papers_only": [bool(p) for p in papers_only] or [False] * len(members)})
+                        "papers_only": [bool(p) for p in papers_only] or [False] * len(members),
+                        "silent_sections": list(silent_sections)})
 
 
 def _experts_init(model: Model, X=None, Y=None) -> None:
@@ -95,12 +99,15 @@ def is_paper(sections: Sequence[str]) -> bool:
     return any(s in BODY_SECTIONS for s in sections) or len(set(sections)) > 1
 
 
-def paper_rows(X: Tuple[List[Doc], Ragged]) -> numpy.ndarray:
-    """1.0 for each sentence row of ``X`` in a full paper (``is_paper``), else 0.0."""
+def paper_rows(X: Tuple[List[Doc], Ragged], silent_sections: Sequence[str] = ()) -> numpy.ndarray:
+    """1.0 for each sentence row of ``X`` in a full paper (``is_paper``) and
+    not in ``silent_sections``, else 0.0."""
     sections = sections_of(X)
+    silent = set(silent_sections)
     out, row = [], 0
     for n in to_host(X[1].lengths).tolist():
-        out.extend([1.0 if is_paper(sections[row : row + n]) else 0.0] * n)
+        paper = is_paper(sections[row : row + n])
+        out.extend([1.0 if paper and s not in silent else 0.0 for s in sections[row : row + n]])
         row += n
     return numpy.asarray(out, dtype="f")
 
@@ -108,7 +115,10 @@ def paper_rows(X: Tuple[List[Doc], Ragged]) -> numpy.ndarray:
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
     outputs = [member(X, is_train) for member in model.layers]
     only = model.attrs.get("papers_only") or [False] * len(outputs)
-    papers = model.ops.asarray2f(paper_rows(X)[:, None]) if any(only) else None
+    if any(only):
+        papers = model.ops.asarray2f(paper_rows(X, () if is_train else model.attrs.get("silent_sections", ()))[:, None])
+    else:
+        papers = None
     if not is_train:
         weights = [model.ops.asarray2f(numpy.full((1, 1), w, dtype="f")) * (papers if o else 1.0)
                    for w, o in zip(model.attrs["weights"], only)]
@@ -233,6 +243,7 @@ def build_full_paper_sentence_classifier(
     neighbour_weight: float = 0.5,
     heading_words: bool = False,
     lexical_docs: str = "papers",
+    lexical_silent_sections: Sequence[str] = ("abstract",),
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """``SectionAwareSentenceClassifier.v3`` (sections as segments and
@@ -245,7 +256,9 @@ def build_full_paper_sentence_classifier(
     predicts with the network alone. ``lexical_docs``: "all", or "papers":
     the lexical expert learns from and speaks on full papers only
     (``experts``' ``papers_only``), abstracts and plain text are the
-    network's."""
+    network's; ``lexical_silent_sections``: sections of a paper where it
+    does not speak at prediction (default: the abstract, read like the
+    abstracts the network learned from; it still learns from them)."""
     if lexical_docs not in ("all", "papers"):
         raise ValueError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
     pooler, layers = section_aware_layers(
@@ -256,6 +269,6 @@ def build_full_paper_sentence_classifier(
                         head_scale=head_scale)
     lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections")
     mixture = experts([network, lexical], [1.0 - lexical_weight, lexical_weight], nO=nO,
-                      papers_only=[False, lexical_docs == "papers"])
+                      papers_only=[False, lexical_docs == "papers"], silent_sections=lexical_silent_sections)
     return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
                                 acknowledgements)
