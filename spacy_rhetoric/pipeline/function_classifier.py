@@ -33,6 +33,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 from thinc.types import Floats2d
 
+from ..errors import RhetoricError
 from ..evaluation.scorers import sentence_label_scores
 from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
 from ..ml.pooling import example_sentences
@@ -234,7 +235,7 @@ class FunctionClassifier(SentencePipe):
         scorer: Optional[Callable] = score_function_classifier,
     ) -> None:
         if not 0.0 <= float(class_weight_power) <= 1.0:
-            raise ValueError(f"[{name}] class_weight_power must be in [0, 1], got {class_weight_power}")
+            raise RhetoricError(f"[{name}] class_weight_power must be in [0, 1], got {class_weight_power}")
         if spans_key is None:
             spans_key = default_spans_key(label_field)
         for arg, value in (
@@ -242,9 +243,9 @@ class FunctionClassifier(SentencePipe):
             ("spans_key", spans_key),
         ):
             if not isinstance(value, str) or not value:
-                raise ValueError(f"[{name}] {arg} must be a non-empty string, got {value!r}")
+                raise RhetoricError(f"[{name}] {arg} must be a non-empty string, got {value!r}")
         if label_field == scores_field:
-            raise ValueError(f"[{name}] label_field and scores_field must differ, both are {label_field!r}")
+            raise RhetoricError(f"[{name}] label_field and scores_field must differ, both are {label_field!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -273,7 +274,7 @@ class FunctionClassifier(SentencePipe):
 
     def _allow_extra_label(self, label: str) -> None:
         if self.model.get_ref("output_layer").has_param("W"):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] cannot add label {label!r}: the model is already "
                 f"initialized with labels {list(self.labels)}; add labels before initialize()"
             )
