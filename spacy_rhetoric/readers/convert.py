@@ -52,7 +52,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
     return readers[fmt]
 
 
-class NothingConverted(ValueError):
+class NothingConverted(RhetoricError):
     """No record of the input could be used: no output is written."""
 
 
