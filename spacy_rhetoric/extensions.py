@@ -42,6 +42,8 @@ import numpy
 from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
+from .errors import RhetoricError
+
 # Field names (component configs, readers) of the per-sentence values.
 LABEL = "label"  # coarse function (CSAbstruct-style), and the gold label of every reader
 SCORES = "scores"
@@ -301,12 +303,12 @@ def rhetoric_similarity(span: Span, other: Any) -> float:
     b = get_span_value(other, VECTOR) if isinstance(other, Span) else None
     if a is None or b is None:
         which = span if a is None else other
-        raise ValueError(
+        raise RhetoricError(
             f"similarity: {which!r} has no encoder vector (sent._.rhetoric_vector is None); "
             "only sentences of docs processed by rhetoric_sentence_encoder can be compared"
         )
     if a.shape != b.shape:
-        raise ValueError(f"similarity: encoder vectors of different widths ({a.shape[0]} and {b.shape[0]})")
+        raise RhetoricError(f"similarity: encoder vectors of different widths ({a.shape[0]} and {b.shape[0]})")
     norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
     return float(a @ b) / norm if norm else 0.0
 

@@ -259,12 +259,12 @@ def extract_files(files: Any, root: PathLike, what: str = "archive") -> None:
     ``root`` (``../x``, ``/etc/x``) or data that is not bytes is a
     ValueError, and nothing is written outside ``root``."""
     if not isinstance(files, dict):
-        raise ValueError(f"{what}: not a file archive")
+        raise RhetoricError(f"{what}: not a file archive")
     base = Path(root).resolve()
     for name, data in files.items():
         target = (base / str(name)).resolve()
         if base not in target.parents or not isinstance(data, bytes):
-            raise ValueError(f"{what}: bad file name {name!r} in the archive")
+            raise RhetoricError(f"{what}: bad file name {name!r} in the archive")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 

@@ -46,6 +46,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from . import extensions as ext
+from .errors import RhetoricError
 
 DEFAULT_MAX_CHARS = 50_000
 TRF_DATA_KEY = ("._.", "trf_data", None, None)
@@ -58,7 +59,7 @@ def split_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> List[str]:
     ``max_chars`` characters each, cut at the best break available. A run of
     more than ``max_chars`` characters without whitespace is cut hard."""
     if max_chars < 1:
-        raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+        raise RhetoricError(f"max_chars must be >= 1, got {max_chars}")
     pieces: List[str] = []
     start = 0
     n = len(text)

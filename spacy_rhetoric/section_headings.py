@@ -33,6 +33,7 @@ import numpy
 import srsly
 from spacy.tokens import Doc
 
+from .errors import RhetoricError
 from .extensions import HEADING, SECTION, labelled_spans
 from .resources import asset_path
 
@@ -156,14 +157,14 @@ class HeadingRules:
             if isinstance(rule, dict):
                 unknown = set(rule) - {"category", "pattern", "back_matter", "comment"}
                 if unknown or "category" not in rule or "pattern" not in rule:
-                    raise ValueError(
+                    raise RhetoricError(
                         f"section rule {i} must have 'category' and 'pattern' (optional 'back_matter', "
                         f"'comment'), got {sorted(rule)}"
                     )
                 try:
                     rule = Rule(str(rule["category"]), str(rule["pattern"]), bool(rule.get("back_matter", False)))
                 except re.error as exc:
-                    raise ValueError(f"section rule {i}: bad regular expression {rule['pattern']!r}: {exc}") from None
+                    raise RhetoricError(f"section rule {i}: bad regular expression {rule['pattern']!r}: {exc}") from None
             self.rules.append(rule)
 
     @classmethod
@@ -235,7 +236,7 @@ class HeadingClassifier:
         vec_params = {**DEFAULT_VECTORIZER, **(vectorizer or {})}
         clf_params = {**DEFAULT_CLASSIFIER, **(classifier or {})}
         if len(set(labels)) < 2:
-            raise ValueError(f"HeadingClassifier needs at least two categories, got {sorted(set(labels))}")
+            raise RhetoricError(f"HeadingClassifier needs at least two categories, got {sorted(set(labels))}")
         vec = TfidfVectorizer(**{**vec_params, "ngram_range": tuple(vec_params["ngram_range"])})
         X = vec.fit_transform(list(texts))
         clf = LogisticRegression(**clf_params).fit(X, list(labels))
@@ -293,7 +294,7 @@ class HeadingClassifier:
         clf.coef_ = numpy.asarray(data["classifier"]["coef"], dtype="float64")
         clf.intercept_ = numpy.asarray(data["classifier"]["intercept"], dtype="float64")
         if clf.coef_.shape != (len(clf.classes_), len(vec.vocabulary)):
-            raise ValueError(
+            raise RhetoricError(
                 f"heading model: coef shape {clf.coef_.shape} does not match "
                 f"{len(clf.classes_)} classes x {len(vec.vocabulary)} features"
             )

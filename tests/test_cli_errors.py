@@ -237,33 +237,72 @@ def test_guard_turns_project_errors_into_one_line_and_lets_bugs_through():
     import click
     import numpy
 
-    from spacy_rhetoric.cli.common import guard, is_user_error
+    from spacy_rhetoric.cli.common import USER_ERRORS, guard
     from spacy_rhetoric.errors import RhetoricError
     from spacy_rhetoric.io import PathError
+    from spacy_rhetoric.losses import SoftmaxLoss
     from spacy_rhetoric.readers.common import ReaderError
+    from spacy_rhetoric.readers.convert import NothingConverted
+    from spacy_rhetoric.readers.splits import split_doc_ids
     from spacy_rhetoric.search.sources import SearchIndexError
 
-    assert all(issubclass(cls, RhetoricError) for cls in (PathError, ReaderError, SearchIndexError))
-
-    def project_value_error():  # a plain ValueError raised by the package's own code
-        from spacy_rhetoric.losses import SoftmaxLoss
-
-        SoftmaxLoss().initialize(0, 8)
-
-    for make in (lambda: PathError("out.spacy: is a directory"), lambda: FileNotFoundError("no such file: x")):
+    assert all(issubclass(cls, RhetoricError)
+               for cls in (PathError, ReaderError, SearchIndexError, NothingConverted))
+    for make in (lambda: PathError("out.spacy: is a directory"), lambda: FileNotFoundError("no such file: x"),
+                 lambda: split_doc_ids(["a", "b"], share=2.0)):  # a RhetoricError raised by the package
         with pytest.raises(SystemExit) as exit_info:
             with guard("convert"):
                 raise make()
         assert exit_info.value.code == 1
-    with pytest.raises(SystemExit):
-        with guard():
-            project_value_error()
-    # A ValueError raised inside a library (a bug of ours, e.g. a shape
-    # mismatch) is not the user's mistake: it keeps its traceback.
+    # A plain ValueError is a bug, wherever it is raised: inside a library
+    # (numpy's shape mismatch) or by one of the package's internal checks.
     with pytest.raises(ValueError, match="shapes") as bug:
         with guard("convert"):
             numpy.dot(numpy.zeros((2, 3)), numpy.zeros((2, 3)))
-    assert not is_user_error(bug.value)
+    assert not isinstance(bug.value, USER_ERRORS)
+    with pytest.raises(ValueError, match="n_classes and width") as bug:
+        with guard("convert"):
+            SoftmaxLoss().initialize(0, 8)
+    assert type(bug.value) is ValueError
     with pytest.raises(click.BadParameter):  # not a ValueError: untouched
         with guard():
             raise click.BadParameter("x")
+
+
+def _convert_raising(monkeypatch, tmp_path, fail):
+    """``convert`` with ``convert_corpus`` replaced by ``fail``."""
+    import spacy_rhetoric.cli.convert as convert_cli
+
+    monkeypatch.setattr(convert_cli, "convert_corpus", lambda *args, **kwargs: fail())
+    src = write_jsonl(tmp_path / "a.jsonl", [CSABSTRUCT])
+    return CliRunner().invoke(app, ["convert", "csabstruct", str(src), str(tmp_path / "out.spacy")])
+
+
+def test_guarded_command_keeps_the_traceback_of_a_plain_value_error(tmp_path, monkeypatch):
+    import traceback
+
+    from spacy_rhetoric import extensions
+
+    def internal_bug():  # an internal invariant of the package: 1 sentence, 2 labels
+        doc = doc_from_sentences(spacy.blank("en"), ["One sentence."])
+        extensions.set_sent_labels(doc, ["a", "b"])
+
+    result = _convert_raising(monkeypatch, tmp_path, internal_bug)
+    # Not turned into a one-line exit: the ValueError itself leaves the command,
+    # with its traceback down to the check that raised it.
+    assert type(result.exception) is ValueError, result.output
+    assert "1 sentences but 2 labels" in str(result.exception)
+    frames = traceback.extract_tb(result.exc_info[2])
+    assert frames[-1].filename.endswith("extensions.py") and frames[-1].name == "set_sent_labels"
+    assert "✘" not in result.output
+
+
+def test_guarded_command_turns_a_rhetoric_error_into_one_line_and_exit_1(tmp_path, monkeypatch):
+    from spacy_rhetoric.readers.splits import split_doc_ids
+
+    result = _convert_raising(monkeypatch, tmp_path, lambda: split_doc_ids(["a", "b"], share=2.0))
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    text = cli_text(result)
+    assert "Traceback" not in text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines == ["✘ convert: share must be between 0 and 1, got 2.0"], lines

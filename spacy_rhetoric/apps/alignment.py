@@ -168,7 +168,7 @@ def align_encoded(a: EncodedPaper, b: EncodedPaper, *, k: int = 1) -> List[Sente
     ``b`` (``neighbours.cosine_neighbours``: best first, ties by the lower
     index of B); ``k`` larger than B is capped to B's length."""
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise AlignmentError(f"k must be at least 1, got {k}")
     indices, scores = cosine_neighbours(a.vectors, min(k, len(b.vectors)), b.vectors)
     a_sids, b_sids = a.sids, b.sids
     out = []

@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 import spacy
 from spacy.language import Language
 
+from ..errors import RhetoricError
 from ..extensions import VECTOR
 from ..io import PathError, atomic_dir, check_input, check_output
 from ..util import load_parser
@@ -44,7 +45,7 @@ def find_component(nlp: Language, factory: str) -> str:
     """Name of the one component of ``nlp`` made by ``factory``."""
     names = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == factory]
     if len(names) != 1:
-        raise ValueError(f"expected one {factory} component, found {names} in {nlp.pipe_names}")
+        raise RhetoricError(f"expected one {factory} component, found {names} in {nlp.pipe_names}")
     return names[0]
 
 
@@ -76,7 +77,7 @@ def detach_listeners(nlp: Language, name: str, keep: Iterable[str] = ()) -> List
             continue
         own = [path for path, up in paths if up in (upstream, "*")]
         if len(own) != len(listeners):
-            raise ValueError(f"{name} has {len(listeners)} listener(s) of {upstream!r} but its config has "
+            raise RhetoricError(f"{name} has {len(listeners)} listener(s) of {upstream!r} but its config has "
                              f"{len(own)} listener block(s) for it ({own}); cannot give it its own copy")
         nlp.replace_listeners(upstream, name, own)
         replaced.extend(f"{path} <- {upstream}" for path in own)
@@ -111,7 +112,7 @@ def shared_upstream(source: Language, name: str, factories: Sequence[str], nlp: 
             path != "model.tok2vec" for path, up in listener_paths(source.get_pipe_config(name)) if up == upstream)
         if nested:
             if upstream in nlp.pipe_names or names - wanted:
-                raise ValueError(f"{name} listens to {upstream!r} from inside its model, so {upstream!r} must be "
+                raise RhetoricError(f"{name} listens to {upstream!r} from inside its model, so {upstream!r} must be "
                                  f"added as a component of its own, but "
                                  + (f"the pipeline has a component {upstream!r} already" if upstream in nlp.pipe_names
                                     else f"it also has listeners that were not requested ({sorted(names - wanted)})"))
@@ -141,7 +142,7 @@ def check_fields(nlp: Language) -> None:
     for name in nlp.pipe_names:
         for field in written_fields(nlp, name):
             if field in writers:
-                raise ValueError(
+                raise RhetoricError(
                     f"{writers[field]} and {name} both write the sentence field {field!r}: train the fine "
                     f"classifier with label_field = \"fine_label\" (configs/fine_classifier_cpu.cfg), "
                     f"and use one encoder")
@@ -220,14 +221,14 @@ def assemble(
         detached = detach_listeners(source_nlp, name, keep=[shared] if shared else [])
         new_name = name if name not in nlp.pipe_names else f"rhetoric_{name}"
         if new_name in nlp.pipe_names:
-            raise ValueError(f"{where}: a component named {name!r} (and {new_name!r}) is in the pipeline already")
+            raise RhetoricError(f"{where}: a component named {name!r} (and {new_name!r}) is in the pipeline already")
         nlp.add_pipe(name, name=new_name, source=source_nlp)
         report[new_name] = f"from {where}" + (f" (own copy of {', '.join(detached)})" if detached else "")
     check_fields(nlp)
     nlp.meta["description"] = describe(nlp, parser_name)
     doc = nlp(SMOKE_TEXT)
     if not list(doc.sents):
-        raise ValueError(f"the assembled pipeline {nlp.pipe_names} found no sentences in {SMOKE_TEXT!r}")
+        raise RhetoricError(f"the assembled pipeline {nlp.pipe_names} found no sentences in {SMOKE_TEXT!r}")
     return nlp, report
 
 

@@ -17,6 +17,8 @@ from typing import Tuple
 
 import numpy
 
+from ..errors import RhetoricError
+
 
 def common_components(matrix: numpy.ndarray, m: int = 3) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """The first ``m`` right singular vectors of ``matrix`` (rows = sentences)
@@ -29,7 +31,7 @@ def common_components(matrix: numpy.ndarray, m: int = 3) -> Tuple[numpy.ndarray,
     if A.ndim != 2:
         raise ValueError(f"common_components expects a 2-d matrix, got shape {A.shape}")
     if m < 1:
-        raise ValueError(f"number of components m must be >= 1, got {m}")
+        raise RhetoricError(f"number of components m must be >= 1, got {m}")
     _, sigma, vt = numpy.linalg.svd(A, full_matrices=False)
     k = min(m, len(sigma))
     sigma, vt = sigma[:k], vt[:k]

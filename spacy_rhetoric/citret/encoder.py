@@ -24,6 +24,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
+from ..errors import RhetoricError
 from ..io import atomic_write_json
 from ..ml.st_models import encode, load_sentence_transformer
 
@@ -125,10 +126,10 @@ def finetune(
 
     pairs = list(pairs)
     if not pairs:
-        raise ValueError("finetune: no training pairs")
+        raise RhetoricError("finetune: no training pairs")
     for i, p in enumerate(pairs):
         if len(p) != 3 or not isinstance(p[0], str) or not isinstance(p[1], str):
-            raise ValueError(f"finetune: pair {i} is not (text_a, text_b, score): {p!r}")
+            raise RhetoricError(f"finetune: pair {i} is not (text_a, text_b, score): {p!r}")
     per_epoch = (len(pairs) + batch_size - 1) // batch_size
     total = per_epoch * epochs
     if max_steps is not None:

@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
+from ..errors import RhetoricError
 from .denoise import common_components, remove_common_components
 from .text import append_keywords, preprocess, shared_ngrams
 from .wmd import wmd_similarities
@@ -128,7 +129,7 @@ class CitRetScorer:
         contextual = _cosine_rows(Q, C)
         if s.use_wmd:
             if self.vectors is None:
-                raise ValueError(
+                raise RhetoricError(
                     "use_wmd is on but no word vectors are loaded: give a vectors file "
                     "(component config 'vectors_path', CLI --vectors) or switch WMD off"
                 )

@@ -11,6 +11,8 @@ from typing import Iterable, List, Sequence, Tuple
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
+from ..errors import RhetoricError
+
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
@@ -24,7 +26,7 @@ def preprocess(text: str, *, stop_words: Iterable[str] = STOP_WORDS) -> List[str
 def ngrams(tokens: Sequence[str], n: int) -> List[Tuple[str, ...]]:
     """The n-grams of ``tokens`` in order (an empty list when there are fewer than n)."""
     if n < 1:
-        raise ValueError(f"n-gram order must be >= 1, got {n}")
+        raise RhetoricError(f"n-gram order must be >= 1, got {n}")
     return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 

@@ -24,6 +24,7 @@ from typing import Iterable, List, Sequence, Union
 
 import numpy
 
+from ..errors import RhetoricError
 from .text import preprocess
 
 logger = logging.getLogger(__name__)
@@ -41,11 +42,11 @@ def train_word2vec(sentences: Iterable[Sequence[str]], **options):
 
     corpus = [list(s) for s in sentences if len(s) > 0]
     if not corpus:
-        raise ValueError("train_word2vec: no non-empty sentences to train on")
+        raise RhetoricError("train_word2vec: no non-empty sentences to train on")
     options = {**WORD2VEC_DEFAULTS, **options}
     model = Word2Vec(sentences=corpus, **options)
     if len(model.wv) == 0:
-        raise ValueError(f"train_word2vec: no word occurs min_count={options['min_count']} times")
+        raise RhetoricError(f"train_word2vec: no word occurs min_count={options['min_count']} times")
     return model.wv
 
 
@@ -80,17 +81,17 @@ def check_word2vec_header(path: Path) -> None:
         size = path.stat().st_size
         room = size * 1032 if head == GZIP_HEAD else size  # deflate expands at most ~1032x
         if need > room:
-            raise ValueError(f"{path}:1: the header declares {words:,} words x {dim:,} dimensions "
+            raise RhetoricError(f"{path}:1: the header declares {words:,} words x {dim:,} dimensions "
                              f"(at least {need:,} bytes) but the file has {size:,} bytes: truncated or not "
                              "a word2vec file")
         return
     if head[:1] == b"\x80" or path.suffix.lower() in (".kv", ".model", ".pkl", ".pickle"):
-        raise ValueError(
+        raise RhetoricError(
             f"{path}: not a word2vec file (looks like a pickle, e.g. gensim KeyedVectors.save / .kv); "
             "pickles can run code when loaded and are refused. Give word vectors in word2vec binary "
             "(.bin) or text (.txt/.vec) format, e.g. re-run spacy-rhetoric link-word2vec"
         )
-    raise ValueError(
+    raise RhetoricError(
         f"{path}:1: not a word2vec file: the first line must be '<words> <dimensions>', "
         f"got {first[:60]!r}; give word2vec binary (.bin) or text (.txt/.vec) vectors"
     )
@@ -108,12 +109,12 @@ def load_vectors(path: Union[str, Path]):
     if not path.exists():
         raise FileNotFoundError(f"word vectors file {path} does not exist")
     if not path.is_file():
-        raise ValueError(f"word vectors path {path} is not a file")
+        raise RhetoricError(f"word vectors path {path} is not a file")
     check_word2vec_header(path)
     try:
         return KeyedVectors.load_word2vec_format(str(path), binary=not _is_text_format(path))
     except (ValueError, EOFError, UnicodeDecodeError, IndexError) as err:
-        raise ValueError(f"{path}: cannot read word2vec vectors: {err}") from None
+        raise RhetoricError(f"{path}: cannot read word2vec vectors: {err}") from None
 
 
 def save_vectors(kv, path: Union[str, Path]) -> None:
@@ -123,7 +124,7 @@ def save_vectors(kv, path: Union[str, Path]) -> None:
 
     path = Path(path)
     if path.name.lower().endswith(".gz"):
-        raise ValueError(f"{path}: compressed output is not supported, use a .bin or .txt name")
+        raise RhetoricError(f"{path}: compressed output is not supported, use a .bin or .txt name")
     with atomic_path(path) as tmp:
         kv.save_word2vec_format(str(tmp), binary=not _is_text_format(path))
 

@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 from wasabi import msg
 
+from ..errors import RhetoricError
 from . import app
 from .common import guard, non_negative_int, positive_int
 
@@ -58,7 +59,7 @@ def align_cli(
         try:
             nlp = spacy.load(model)
         except OSError as err:
-            raise ValueError(f"cannot load pipeline {model!r}: {err}") from err
+            raise RhetoricError(f"cannot load pipeline {model!r}: {err}") from err
         check_pipeline(nlp)
         # disable=None: a progress bar on a terminal only (stderr), never in captured output.
         a, b = (encode_paper(nlp, paper, lines=lines)

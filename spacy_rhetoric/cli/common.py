@@ -16,29 +16,6 @@ from ..errors import RhetoricError
 # ConfigValidationError: a config file with a bad or missing setting.
 USER_ERRORS: Tuple[Type[BaseException], ...] = (RhetoricError, ConfigValidationError, FileNotFoundError,
                                                  NotADirectoryError, IsADirectoryError, PermissionError)
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
-
-
-def raised_by_the_project(err: BaseException) -> bool:
-    """True when ``err`` was raised by a ``raise`` in spacy_rhetoric's own code
-    (its innermost traceback frame is in the package): a message written for
-    the user. A ValueError raised inside numpy, torch, spaCy... is not."""
-    tb = err.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    try:
-        return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR)
-    except (OSError, ValueError):
-        return False
-
-
-def is_user_error(err: BaseException) -> bool:
-    """One of the project's user-facing errors (``USER_ERRORS``), or a
-    ValueError that the project's code raised itself with a message for the
-    user; anything else is a programming error and keeps its traceback."""
-    return isinstance(err, USER_ERRORS) or (isinstance(err, ValueError) and raised_by_the_project(err))
 
 
 def fail(text: str, details: Optional[str] = None) -> None:
@@ -48,13 +25,11 @@ def fail(text: str, details: Optional[str] = None) -> None:
 
 @contextmanager
 def guard(what: str = "") -> Iterator[None]:
-    """Turn the user errors raised inside the block (``is_user_error``) into
+    """Turn the user errors raised inside the block (``USER_ERRORS``) into
     ``fail``; other exceptions propagate with their traceback."""
     try:
         yield
-    except (ValueError, OSError) as err:
-        if not is_user_error(err):
-            raise
+    except USER_ERRORS as err:
         prefix = f"{what}: " if what else ""
         fail(f"{prefix}{err}")
 

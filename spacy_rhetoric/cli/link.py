@@ -20,6 +20,7 @@ import typer
 from wasabi import msg
 
 from ..citret.wmd import check_word2vec_header, load_vectors
+from ..errors import RhetoricError
 from ..io import PathError, atomic_write_json, atomic_write_lines, check_input, check_output
 from ..util import torch_device
 from . import app
@@ -56,7 +57,7 @@ def build_linker(
         nlp = spacy.load(model)
         names = [n for n, p in nlp.pipeline if p.__class__.__name__ == "CitanceLinker"]
         if not names:
-            raise ValueError(f"{model} has no rhetoric_citance_linker component")
+            raise RhetoricError(f"{model} has no rhetoric_citance_linker component")
         linker = nlp.get_pipe(names[0])
     else:
         nlp = spacy.blank("en")
@@ -74,7 +75,7 @@ def build_linker(
     if vectors is not None:
         linker.set_vectors(load_vectors(vectors), path=str(vectors))
     if use_wmd and linker.vectors is None:
-        raise ValueError("WMD is on but no word vectors were given: use --vectors FILE (see link-word2vec) "
+        raise RhetoricError("WMD is on but no word vectors were given: use --vectors FILE (see link-word2vec) "
                          "or --no-wmd")
     if encoder is not None and model is not None:
         from ..citret.encoder import CitRetEncoder
@@ -90,12 +91,12 @@ def _text(path: Path, what: str) -> str:
     naming the file otherwise."""
     data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
     if b"\x00" in data:
-        raise ValueError(f"{what} {path}: binary file (NUL bytes), expected UTF-8 text")
+        raise RhetoricError(f"{what} {path}: binary file (NUL bytes), expected UTF-8 text")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data[:err.start].count(b"\n") + 1
-        raise ValueError(f"{what} {path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
+        raise RhetoricError(f"{what} {path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
                          "convert it to UTF-8 first") from None
 
 

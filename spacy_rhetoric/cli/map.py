@@ -18,6 +18,7 @@ import numpy
 import typer
 from wasabi import msg
 
+from ..errors import RhetoricError
 from . import app
 from .common import guard, nothing_done, positive_int
 
@@ -49,14 +50,14 @@ def corpus_vectors(corpus: List[Path], model: Optional[str], max_points: int, se
         files = corpus_files(corpus)
         bad = [f for f in files if f.suffix.lower() != ".spacy"]
         if bad:
-            raise ValueError(f"{bad[0]} is not a .spacy file with vectors: pass --model PIPELINE to encode it")
+            raise RhetoricError(f"{bad[0]} is not a .spacy file with vectors: pass --model PIPELINE to encode it")
         vocab = spacy.blank("en").vocab
         total = 0
         for path in files:
             try:
                 docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(path), vocab))
             except Exception as err:  # noqa: BLE001 - name the file
-                raise ValueError(f"{path}: cannot read as a .spacy DocBin: {err}") from err
+                raise RhetoricError(f"{path}: cannot read as a .spacy DocBin: {err}") from err
             for doc in docs:
                 if len(doc):
                     X, rows = sentence_rows(doc)
@@ -65,7 +66,7 @@ def corpus_vectors(corpus: List[Path], model: Optional[str], max_points: int, se
                         blocks.append(X)
                         labels.extend(r["label"] for r in rows)
         if not labels:
-            raise ValueError(f"no sentence in {', '.join(map(str, corpus))} has an encoder vector: "
+            raise RhetoricError(f"no sentence in {', '.join(map(str, corpus))} has an encoder vector: "
                              "pass --model PIPELINE to encode the corpus")
         return numpy.vstack(blocks), labels, total
     nlp = load_pipeline(model)
@@ -87,7 +88,7 @@ def corpus_vectors(corpus: List[Path], model: Optional[str], max_points: int, se
             blocks.append(X)
             labels.extend(r["label"] for r in rows)
     if not labels:
-        raise ValueError("no sentence of the corpus got a vector")
+        raise RhetoricError("no sentence of the corpus got a vector")
     return numpy.vstack(blocks), labels, total
 
 
@@ -110,7 +111,7 @@ def map_cli(
         for path in corpus:
             check_input(path, what="corpus", dir_ok=True)
         if output.suffix.lower() != ".png":
-            raise ValueError(f"output {output} must be a .png file")
+            raise RhetoricError(f"output {output} must be a .png file")
         check_outputs({"output": output}, inputs=list(corpus) + ([Path(model)] if model and Path(model).exists() else []), kinds={"output": "png"}, force=force)
         prepare_outputs({"output": output})
         if len(corpus) == 1 and (corpus[0] / CONFIG_FILE).is_file():

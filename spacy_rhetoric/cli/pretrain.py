@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 from wasabi import msg
 
+from ..errors import RhetoricError
 from ..util import torch_device
 from . import app
 from .common import GPU_ID_HELP, guard, split_ids
@@ -48,7 +49,7 @@ def pretrain_sentmask_cli(
         torch_device(gpu_id)  # a GPU that is not there: one line, before any work
         papers = read_papers(input_path, limit=limit)
         if not papers:
-            raise ValueError(f"no papers read from {input_path}")
+            raise RhetoricError(f"no papers read from {input_path}")
         msg.info(f"{len(papers)} papers, {sum(len(p.sentences) for p in papers)} sentences")
         info = train_sentmask(papers, output, settings)
     last = info["history"][-1]["loss"] if info["history"] else float("nan")
@@ -95,7 +96,7 @@ def train_cosaemb_cli(
         corpus = clscisumm_corpus(input_path, limit_topics=limit_topics, max_citing=max_citing,
                                   include=split_ids(topics), exclude=split_ids(exclude_topics))
         if not corpus.papers:
-            raise ValueError(f"no papers read from {input_path} (topic selection left none?)")
+            raise RhetoricError(f"no papers read from {input_path} (topic selection left none?)")
         msg.info(f"{len(corpus.papers)} papers, {sum(len(c) for c in corpus.cites.values())} citation links")
         info = train_cosaemb(corpus, output, settings)
     last = info["history"][-1]["loss"] if info["history"] else float("nan")

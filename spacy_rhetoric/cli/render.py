@@ -15,6 +15,7 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
+from ..errors import RhetoricError
 from . import app
 from .common import guard, nothing_done
 
@@ -36,17 +37,17 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
         try:
             nlp = spacy.load(model)
         except OSError as err:
-            raise ValueError(f"cannot load pipeline {model!r}: {err}") from err
+            raise RhetoricError(f"cannot load pipeline {model!r}: {err}") from err
     if paper.suffix.lower() == ".spacy":
         try:
             docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(paper), (nlp or spacy.blank("en")).vocab))
         except Exception as err:  # noqa: BLE001 - name the file
-            raise ValueError(f"{paper}: cannot read as a .spacy DocBin: {err}") from err
+            raise RhetoricError(f"{paper}: cannot read as a .spacy DocBin: {err}") from err
         docs = [d for d in docs if len(d)]
         if not docs:
-            raise ValueError(f"{paper}: the DocBin holds no non-empty Doc")
+            raise RhetoricError(f"{paper}: the DocBin holds no non-empty Doc")
     elif nlp is None:
-        raise ValueError(f"{paper} is not an annotated .spacy file: pass --model PIPELINE to annotate it")
+        raise RhetoricError(f"{paper} is not an annotated .spacy file: pass --model PIPELINE to annotate it")
     else:
         from ..readers.papers import read_paper
 
@@ -57,7 +58,7 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
         docs = [process_long_doc(nlp, doc, disable=sentence_splitters(nlp) if doc.has_annotation("SENT_START")
                                  else []) for doc in docs]
     if not any(has_labels(doc) for doc in docs):
-        raise ValueError(f"{paper}: no sentence has a rhetoric label"
+        raise RhetoricError(f"{paper}: no sentence has a rhetoric label"
                          + ("" if nlp is not None else " (annotate it with --model PIPELINE)")
                          + ("" if nlp is None else f"; the pipeline {model!r} has no rhetoric_function_classifier?"))
     return docs

@@ -57,6 +57,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
+from ..errors import RhetoricError
 from ..extensions import LABEL, VECTOR, get_span_value, labelled_spans
 from ..io import atomic_path
 from .neighbours import as_matrix, cosine_neighbours, l2_normalize, nearest_neighbours
@@ -98,7 +99,7 @@ def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
     y = _check_labels(X, labels)
     n = len(y)
     if n < 2:
-        raise ValueError("retrieval needs at least 2 vectors")
+        raise RhetoricError("retrieval needs at least 2 vectors")
     _, inverse, counts = numpy.unique(y, return_inverse=True, return_counts=True)
     R = counts[inverse] - 1  # other sentences with the query's label
     scored = R > 0
@@ -131,9 +132,9 @@ def same_group_recall(vectors, groups: Sequence[str], ks: Sequence[int] = (1, 3)
     g = _check_labels(X, groups)
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
-        raise ValueError(f"ks must be positive integers, got {ks}")
+        raise RhetoricError(f"ks must be positive integers, got {ks}")
     if len(g) < 2:
-        raise ValueError("same_group_recall needs at least 2 vectors")
+        raise RhetoricError("same_group_recall needs at least 2 vectors")
     _, inverse, counts = numpy.unique(g, return_inverse=True, return_counts=True)
     scored = counts[inverse] > 1
     out: Dict[str, float] = {}
@@ -181,12 +182,12 @@ def downstream_scores(
     Xtr, Xte = l2_normalize(train_X), l2_normalize(test_X)
     ytr, yte = _check_labels(Xtr, train_y), _check_labels(Xte, test_y)
     if len(set(ytr)) < 2:
-        raise ValueError("downstream classifiers need at least 2 labels in the training set")
+        raise RhetoricError("downstream classifiers need at least 2 labels in the training set")
     models = downstream_classifiers(len(ytr), seed=seed)
     if classifiers is not None:
         unknown = set(classifiers) - set(models)
         if unknown:
-            raise ValueError(f"unknown classifier(s) {sorted(unknown)}; choose from {sorted(models)}")
+            raise RhetoricError(f"unknown classifier(s) {sorted(unknown)}; choose from {sorted(models)}")
         models = {name: models[name] for name in classifiers}
     scores = {}
     for name, model in models.items():
@@ -214,7 +215,7 @@ def clustering_scores(
     y = _check_labels(X, labels)
     k = len(set(y))
     if k < 2 or k >= len(y):
-        raise ValueError(f"clustering needs 2 <= number of labels < n, got {k} labels for {len(y)} vectors")
+        raise RhetoricError(f"clustering needs 2 <= number of labels < n, got {k} labels for {len(y)} vectors")
     clusters = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(X)
     sample = silhouette_sample if len(y) > silhouette_sample else None
 
@@ -245,7 +246,7 @@ def tsne_plot(
     X = l2_normalize(vectors)
     y = _check_labels(X, labels)
     if len(y) < 3:
-        raise ValueError("t-SNE needs at least 3 vectors")
+        raise RhetoricError("t-SNE needs at least 3 vectors")
     if len(y) > max_points:
         keep = numpy.sort(numpy.random.default_rng(seed).choice(len(y), max_points, replace=False))
         X, y = X[keep], y[keep]
@@ -379,7 +380,7 @@ def sentence_vectors(nlp, docs: Iterable, *, progress: bool = True) -> Tuple[num
     vectors, labels, skipped = _collect(annotate_gold_docs(nlp, docs, progress=progress), VECTOR)
     _warn_skipped(skipped, len(vectors), "rhetoric_vector")
     if not vectors:
-        raise ValueError("the pipeline set no sentence vectors: does it have a rhetoric_sentence_encoder?")
+        raise RhetoricError("the pipeline set no sentence vectors: does it have a rhetoric_sentence_encoder?")
     return numpy.vstack(vectors).astype("float32"), labels
 
 
@@ -422,7 +423,7 @@ def check_label_field(nlp, label_field: str, *, name: str = "the pipeline") -> O
     if not label_sets and label_field == LABEL:
         return None
     written = ", ".join(repr(f) for f in sorted(label_sets)) or "none"
-    raise ValueError(f"label field {label_field!r}: no rhetoric_function_classifier of {name} writes it "
+    raise RhetoricError(f"label field {label_field!r}: no rhetoric_function_classifier of {name} writes it "
                      f"(classifier label fields: {written})")
 
 
@@ -459,7 +460,7 @@ def evaluate_classifier(nlp, docs: Iterable, *, progress: bool = True,
             gold.append(label)
             pred.append(get_span_value(doc[start:end], label_field))
     if not gold:
-        raise ValueError("no labelled gold sentences in the evaluation docs")
+        raise RhetoricError("no labelled gold sentences in the evaluation docs")
     return classifier_scores(gold, pred)
 
 

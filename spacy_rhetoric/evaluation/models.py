@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from wasabi import msg
 
+from ..errors import RhetoricError
+
 BASELINE_ALIASES = {"raw-minilm": "raw:sentence-transformers/all-MiniLM-L6-v2"}
 RAW_PREFIX = "raw:"
 
@@ -30,7 +32,7 @@ def read_docbin(path: Path, vocab, limit: int = 0) -> List[Any]:
     try:
         docbin = DocBin(store_user_data=True).from_disk(path)
     except Exception as err:  # noqa: BLE001 - name the file in the error
-        raise ValueError(f"cannot read {path} as a .spacy DocBin: {err}") from err
+        raise RhetoricError(f"cannot read {path} as a .spacy DocBin: {err}") from err
     docs = []
     for doc in docbin_docs(docbin, vocab):
         docs.append(doc)
@@ -88,7 +90,7 @@ def load_pipeline(spec: str):
         try:
             _PIPELINES[spec] = spacy.load(spec)
         except OSError as err:
-            raise ValueError(f"cannot load pipeline {spec!r}: {err}") from err
+            raise RhetoricError(f"cannot load pipeline {spec!r}: {err}") from err
     return _PIPELINES[spec]
 
 

@@ -15,6 +15,8 @@ from typing import Optional, Tuple
 
 import numpy
 
+from ..errors import RhetoricError
+
 
 def as_matrix(vectors) -> numpy.ndarray:
     """``vectors`` as a C-contiguous float32 ``[n, d]`` array; a clear error
@@ -24,7 +26,7 @@ def as_matrix(vectors) -> numpy.ndarray:
         raise ValueError(f"expected a 2-d array of vectors, got shape {X.shape}")
     if not numpy.all(numpy.isfinite(X)):
         bad = int((~numpy.isfinite(X)).any(axis=1).sum())
-        raise ValueError(f"{bad} vector(s) contain NaN or inf values")
+        raise RhetoricError(f"{bad} vector(s) contain NaN or inf values")
     return numpy.ascontiguousarray(X)
 
 
@@ -64,17 +66,17 @@ def nearest_neighbours(
     import faiss
 
     if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}: expected one of {METRICS}")
+        raise RhetoricError(f"unknown metric {metric!r}: expected one of {METRICS}")
     prepare = l2_normalize if metric == "cosine" else as_matrix
     Q = prepare(queries)
     leave_one_out = references is None
     R = Q if leave_one_out else prepare(references)
     if Q.shape[1] != R.shape[1]:
-        raise ValueError(f"query vectors have {Q.shape[1]} dimensions but reference vectors {R.shape[1]}")
+        raise RhetoricError(f"query vectors have {Q.shape[1]} dimensions but reference vectors {R.shape[1]}")
     n_ref = R.shape[0]
     candidates = n_ref - 1 if leave_one_out else n_ref
     if not 0 < k <= candidates:
-        raise ValueError(f"k must be in [1, {candidates}] for {n_ref} reference vectors"
+        raise RhetoricError(f"k must be in [1, {candidates}] for {n_ref} reference vectors"
                          f"{' (leave-one-out)' if leave_one_out else ''}, got {k}")
     index = faiss.IndexFlatIP(R.shape[1]) if metric == "cosine" else faiss.IndexFlatL2(R.shape[1])
     index.add(R)

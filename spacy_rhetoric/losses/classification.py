@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from spacy.util import registry
 
+from ..errors import RhetoricError
 from .base import _check_inputs, _ClassWeightLoss, zero_loss
 
 # --------------------------------------------------------------------------
@@ -70,9 +71,9 @@ class ArcFaceLoss(_ClassWeightLoss):
     def __init__(self, margin: float = 0.5, scale: float = 16.0) -> None:
         super().__init__()
         if scale <= 0:
-            raise ValueError(f"ArcFaceLoss: scale must be > 0, got {scale}")
+            raise RhetoricError(f"ArcFaceLoss: scale must be > 0, got {scale}")
         if not 0 <= margin < 3.14159:
-            raise ValueError(f"ArcFaceLoss: margin must be in [0, pi) radians, got {margin}")
+            raise RhetoricError(f"ArcFaceLoss: margin must be in [0, pi) radians, got {margin}")
         self.margin = float(margin)
         self.scale = float(scale)
         self.register_parameter("weight", None)

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from spacy.util import registry
 
+from ..errors import RhetoricError
 from .base import MetricLoss, _check_inputs, _cosine_matrix, _hinge_sum, _pair_masks, pairwise_distances, zero_loss
 
 # --------------------------------------------------------------------------
@@ -44,7 +45,7 @@ class BatchAllTripletLoss(MetricLoss):
     def __init__(self, margin: float = 0.05, normalize: bool = True, squared: bool = False) -> None:
         super().__init__()
         if margin < 0:
-            raise ValueError(f"BatchAllTripletLoss: margin must be >= 0, got {margin}")
+            raise RhetoricError(f"BatchAllTripletLoss: margin must be >= 0, got {margin}")
         self.margin = float(margin)
         self.normalize = bool(normalize)
         self.squared = bool(squared)
@@ -94,9 +95,9 @@ class MultiSimilarityLoss(MetricLoss):
     ) -> None:
         super().__init__()
         if alpha <= 0 or beta <= 0:
-            raise ValueError(f"MultiSimilarityLoss: alpha and beta must be > 0, got {alpha}, {beta}")
+            raise RhetoricError(f"MultiSimilarityLoss: alpha and beta must be > 0, got {alpha}, {beta}")
         if epsilon is not None and epsilon < 0:
-            raise ValueError(f"MultiSimilarityLoss: epsilon must be >= 0 or None, got {epsilon}")
+            raise RhetoricError(f"MultiSimilarityLoss: epsilon must be >= 0 or None, got {epsilon}")
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.base = float(base)
@@ -159,7 +160,7 @@ class NTXentLoss(MetricLoss):
     def __init__(self, temperature: float = 0.1) -> None:
         super().__init__()
         if temperature <= 0:
-            raise ValueError(f"NTXentLoss: temperature must be > 0, got {temperature}")
+            raise RhetoricError(f"NTXentLoss: temperature must be > 0, got {temperature}")
         self.temperature = float(temperature)
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -238,7 +239,7 @@ class MarginGradedTripletLoss(MetricLoss):
     ) -> None:
         super().__init__()
         if group_margin < 0 or label_margin < group_margin:
-            raise ValueError(
+            raise RhetoricError(
                 "MarginGradedTripletLoss: margins must satisfy 0 <= group_margin <= label_margin, "
                 f"got group_margin={group_margin}, label_margin={label_margin}"
             )
@@ -259,20 +260,20 @@ class MarginGradedTripletLoss(MetricLoss):
             for key, value in pair_margins.items():
                 parts = str(key).split("|")
                 if len(parts) != 2 or not all(parts):
-                    raise ValueError(
+                    raise RhetoricError(
                         f"MarginGradedTripletLoss: pair_margins keys must look like 'A|B', got {key!r}"
                     )
                 out.append((parts[0], parts[1], float(value)))
         else:
             for item in pair_margins:
                 if len(item) != 3:
-                    raise ValueError(
+                    raise RhetoricError(
                         f"MarginGradedTripletLoss: pair_margins items must be [A, B, margin], got {item!r}"
                     )
                 out.append((item[0], item[1], float(item[2])))
         for a, b, m in out:
             if m < 0:
-                raise ValueError(f"MarginGradedTripletLoss: negative margin {m} for pair {a!r}|{b!r}")
+                raise RhetoricError(f"MarginGradedTripletLoss: negative margin {m} for pair {a!r}|{b!r}")
         return out
 
     def set_labels(self, labels: Sequence[str]) -> None:
@@ -286,7 +287,7 @@ class MarginGradedTripletLoss(MetricLoss):
                 return None
             return idx
         if self.label_names is None:
-            raise ValueError(
+            raise RhetoricError(
                 f"MarginGradedTripletLoss: label {ref!r} is a name, but the loss does not know the "
                 "label names: pass labels=[...] or call set_labels(labels) (class-id order)"
             )

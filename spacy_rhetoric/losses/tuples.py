@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from spacy.util import registry
 
+from ..errors import RhetoricError
 from .base import zero_loss
 
 # --------------------------------------------------------------------------
@@ -68,7 +69,7 @@ def info_nce_loss(
     ``anchor``, ``positive``: [B, D]; ``negatives``: [B, N, D]; dot products
     (the paper's similarity; T = 1 in the paper)."""
     if temperature <= 0:
-        raise ValueError(f"info_nce_loss: temperature must be > 0, got {temperature}")
+        raise RhetoricError(f"info_nce_loss: temperature must be > 0, got {temperature}")
     if anchor.shape != positive.shape or negatives.dim() != 3 or negatives.shape[0] != anchor.shape[0]:
         raise ValueError(
             f"info_nce_loss: anchor {tuple(anchor.shape)}, positive {tuple(positive.shape)} and "

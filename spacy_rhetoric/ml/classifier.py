@@ -35,6 +35,7 @@ from thinc.api import (
 )
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from .assembly import CONTEXT_TRUNK, architecture, sentence_model
 from .pooling import build_sentence_pooler, ragged_to_array
 
@@ -134,13 +135,13 @@ def build_context_encoder(
         return chain(ragged2list(), seq, list2ragged())
     if encoder == "lstm":
         if width % 2:
-            raise ValueError(f"The BiLSTM context encoder needs an even width, got {width}")
+            raise RhetoricError(f"The BiLSTM context encoder needs an even width, got {width}")
         return chain(
             ragged2list(),
             PyTorchLSTM(nO=width, nI=width, bi=True, depth=depth, dropout=dropout),
             list2ragged(),
         )
-    raise ValueError(f"Unknown context encoder {encoder!r}: use 'cnn' or 'lstm'")
+    raise RhetoricError(f"Unknown context encoder {encoder!r}: use 'cnn' or 'lstm'")
 
 
 def build_context_trunk(

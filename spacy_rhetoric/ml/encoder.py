@@ -30,6 +30,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Maxout, Model, chain
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from .assembly import CONTEXT_TRUNK, architecture, sentence_model
 from .classifier import build_context_trunk
 from .pooling import build_sentence_pooler, ragged_to_array
@@ -62,7 +63,7 @@ def build_sentence_encoder(
     dropout: dropout before the projection (only with a projection).
     """
     if projection not in PROJECTIONS:
-        raise ValueError(f"Unknown projection {projection!r}: use one of {PROJECTIONS}")
+        raise RhetoricError(f"Unknown projection {projection!r}: use one of {PROJECTIONS}")
     pooler = build_sentence_pooler(tok2vec, pooling)
     layers: List[Model] = [pooler, ragged_to_array()]
     if projection_width:

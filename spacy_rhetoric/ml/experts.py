@@ -47,6 +47,7 @@ from spacy.util import registry
 from thinc.api import Model, SparseLinear_v2, chain, softmax_activation
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, BODY_SECTIONS, OTHER, token_values
 from .devices import to_host, with_cpu_chain
 from .sections import _section_aware_model, section_aware_layers
@@ -72,9 +73,9 @@ def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int
     a paper's abstract is read like the abstracts the network learned from);
     it still learns from them."""
     if len(members) != len(weights) or not members:
-        raise ValueError(f"experts: {len(members)} members for {len(weights)} weights")
+        raise RhetoricError(f"experts: {len(members)} members for {len(weights)} weights")
     if any(w < 0 for w in weights) or sum(weights) <= 0:
-        raise ValueError(f"experts: weights must be >= 0 with a positive sum, got {list(weights)}")
+        raise RhetoricError(f"experts: weights must be >= 0 with a positive sum, got {list(weights)}")
     total = float(sum(weights))
     return Model("experts", _experts_forward, init=_experts_init, layers=list(members), dims={"nO": nO},
                  attrs={"weights": [float(w) / total for w in weights], "experts": len(members),
@@ -260,7 +261,7 @@ def build_full_paper_sentence_classifier(
     does not speak at prediction (default: the abstract, read like the
     abstracts the network learned from; it still learns from them)."""
     if lexical_docs not in ("all", "papers"):
-        raise ValueError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
+        raise RhetoricError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
     pooler, layers = section_aware_layers(
         tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
         maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,

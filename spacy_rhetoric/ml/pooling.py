@@ -30,6 +30,7 @@ from thinc.api import (
 )
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from ..extensions import LABEL, get_span_value
 
 Offsets = List[Tuple[int, int]]
@@ -62,7 +63,7 @@ def doc_sentences(doc: Doc) -> Tuple[List[Span], Offsets]:
     (``model_offsets``). Raises a clear error when the doc has no sentence
     boundaries."""
     if len(doc) and not doc.has_annotation("SENT_START"):
-        raise ValueError(
+        raise RhetoricError(
             "The Doc has no sentence boundaries: add a 'sentencizer', 'senter' or "
             "'parser' before the spacy_rhetoric components, or set them in your reader."
         )
@@ -177,7 +178,7 @@ def build_sentence_pooler(
     names = [p.strip() for p in pooling.split("+") if p.strip()]
     unknown = [n for n in names if n not in POOLINGS]
     if not names or unknown:
-        raise ValueError(f"Unknown pooling {pooling!r}: use one or more of {sorted(POOLINGS)} joined by '+'")
+        raise RhetoricError(f"Unknown pooling {pooling!r}: use one or more of {sorted(POOLINGS)} joined by '+'")
     reducers = [POOLINGS[n]() for n in names]
     reducer = reducers[0] if len(reducers) == 1 else concatenate(*reducers)
     spans = chain(with_getitem(0, chain(tok2vec, list2ragged())), extract_spans())

@@ -22,6 +22,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
+from ..errors import RhetoricError
 from ..section_headings import ABSTRACT, CONCLUSION, INTRODUCTION, METHOD, RELATED_WORK, RESULTS, TITLE
 
 SECTION_TOKENS: Dict[str, str] = {
@@ -123,7 +124,7 @@ def paper_chunks(
     # sentences: [CLS] (title part) [SEC] ... [SEP]; later chunks: [SEC] repeated [SEC] ... -> 2 section tokens
     budget = max_length - 2 - len(title_part) - 2
     if budget < 1:
-        raise ValueError(f"paper_chunks: max_length {max_length} leaves no room for sentences")
+        raise RhetoricError(f"paper_chunks: max_length {max_length} leaves no room for sentences")
     for section, start, end in iter_sections(list(categories)):
         if section == ABSTRACT:
             ids = [cls_id] + title_part + [_tok(tokenizer, SECTION_TOKENS[ABSTRACT])]
@@ -170,7 +171,7 @@ def plan_chunks(lengths: Sequence[int], budget: int) -> List[Chunk]:
     last sentence repeated at the start of the next one. Every sentence is in
     some chunk; consecutive chunks share exactly one sentence."""
     if budget < 1:
-        raise ValueError(f"plan_chunks: budget must be >= 1, got {budget}")
+        raise RhetoricError(f"plan_chunks: budget must be >= 1, got {budget}")
     n = len(lengths)
     chunks: List[Chunk] = []
     i = 0  # first sentence not yet in any chunk

@@ -37,6 +37,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Maxout, Model, Softmax, chain, concatenate
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from ..section_headings import (  # noqa: F401 - BODY_SECTIONS, UNKNOWN... re-exported from here
     ACKNOWLEDGEMENT,
     BACK_MATTER,
@@ -88,7 +89,7 @@ def force_sections(scorer: Model, forced_sections: Sequence[str], forced_label: 
     (index from ``attrs["labels"]``), with zero gradient."""
     unknown = [s for s in forced_sections if s not in _FEATURE_INDEX]
     if unknown:
-        raise ValueError(f"forced_sections {unknown} are not section names: use some of {list(SECTION_FEATURES)}")
+        raise RhetoricError(f"forced_sections {unknown} are not section names: use some of {list(SECTION_FEATURES)}")
     return Model(
         "force_sections",
         _force_forward,
@@ -185,7 +186,7 @@ def section_aware_layers(tok2vec: Model, *, hidden_size: int, use_sections: bool
     the doc, "sections" within each run of same-section sentences
     (``with_segment_positions``)."""
     if positions not in POSITIONS:
-        raise ValueError(f"Unknown positions {positions!r}: use one of {POSITIONS}")
+        raise RhetoricError(f"Unknown positions {positions!r}: use one of {POSITIONS}")
     pooler, in_context = build_context_trunk(tok2vec, **trunk)
     # in_context is with_positions(project >> context) over whole docs
     trunk_model = chain(pooler, in_context) if positions == "docs" else with_segment_positions(pooler, in_context.layers[0])

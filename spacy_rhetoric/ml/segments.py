@@ -17,6 +17,7 @@ from typing import Dict, List, Tuple
 from spacy.tokens import Doc
 from thinc.types import Ragged
 
+from ..errors import RhetoricError
 from ..section_headings import sentence_sections
 from .devices import to_host
 
@@ -77,7 +78,7 @@ def segments_of(X: Tuple[List[Doc], Ragged], segments: str = "docs") -> Tuple[Li
     ``segments="docs"``; one per run of consecutive sentences of the same
     section, tagged with the section's name, for ``"sections"``."""
     if segments not in SEGMENTS:
-        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
+        raise RhetoricError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
     lengths = to_host(X[1].lengths).tolist()  # one copy, not one sync per doc
     if segments == "docs":
         return [n for n in lengths if n], ["" for n in lengths if n]

@@ -72,6 +72,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Model, SparseLinear_v2, chain
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from .assembly import CONTEXT_TRUNK, SEQUENCE_HEAD, architecture, sentence_model
 from .classifier import build_context_trunk
 from .devices import to_host, with_cpu_chain
@@ -195,7 +196,7 @@ def sentence_ngrams(ngram_size: int, attr: int = LOWER, segments: str = "docs") 
     values) and three hashed position buckets (value 1) within its segment
     (``segments_of``)."""
     if segments not in SEGMENTS:
-        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
+        raise RhetoricError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
     return Model("sentence_ngrams", _ngrams_forward,
                  attrs={"ngram_size": ngram_size, "attr": attr, "segments": segments})
 
@@ -248,9 +249,9 @@ def crf_layer(emitters: List[Model], nO: Optional[int] = None, decode: str = "ma
     with Adam that multiplies their effective learning rate, so one optimizer
     can fine-tune a transformer (small rate) and train these linear parts."""
     if decode not in DECODES:
-        raise ValueError(f"Unknown decode {decode!r}: use one of {DECODES}")
+        raise RhetoricError(f"Unknown decode {decode!r}: use one of {DECODES}")
     if segments not in SEGMENTS:
-        raise ValueError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
+        raise RhetoricError(f"Unknown segments {segments!r}: use one of {SEGMENTS}")
     return Model(
         "crf",
         _crf_forward,

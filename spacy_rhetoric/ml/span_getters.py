@@ -31,6 +31,8 @@ from typing import Callable, Iterable, List, Tuple
 from spacy.tokens import Doc, Span
 from spacy_transformers.util import registry
 
+from ..errors import RhetoricError
+
 SpannerT = Callable[[Iterable[Doc]], List[List[Span]]]
 
 
@@ -89,9 +91,9 @@ def configure_sentence_windows(max_tokens: int = 256, overlap: int = 0) -> Spann
     ``max_tokens`` spaCy tokens each, optionally repeating up to ``overlap``
     tokens of preceding sentences as left context."""
     if max_tokens < 1:
-        raise ValueError(f"sentence_windows: max_tokens must be >= 1, got {max_tokens}")
+        raise RhetoricError(f"sentence_windows: max_tokens must be >= 1, got {max_tokens}")
     if overlap < 0 or overlap >= max_tokens:
-        raise ValueError(
+        raise RhetoricError(
             f"sentence_windows: overlap must be in [0, max_tokens), got {overlap} with max_tokens {max_tokens}"
         )
 

@@ -15,6 +15,7 @@ from typing import Sequence, Union
 
 import numpy
 
+from ..errors import RhetoricError
 from ..util import resolve_hf_model, torch_device
 
 POOLING_MODES = {"mean": "mean", "first": "cls", "cls": "cls"}
@@ -31,7 +32,7 @@ def load_sentence_transformer(name_or_path: Union[str, Path], *, max_length: int
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
     if pooling not in POOLING_MODES:
-        raise ValueError(f"unknown pooling {pooling!r}: use 'mean' or 'first'")
+        raise RhetoricError(f"unknown pooling {pooling!r}: use 'mean' or 'first'")
     name = str(name_or_path)
     path = resolve_hf_model(name)
     if path != name or Path(path).is_dir():

@@ -38,6 +38,8 @@ from spacy_transformers.truncate import truncate_oversize_splits
 from thinc.api import Model, chain
 from transformers.file_utils import ModelOutput
 
+from ..errors import RhetoricError
+
 DEFAULT_MAX_WINDOWS = 32
 
 
@@ -68,7 +70,7 @@ class ChunkedTransformerModel(TransformerModel):
             grad_scaler_config=grad_scaler_config,
         )
         if max_windows_per_pass < 0:
-            raise ValueError(f"max_windows_per_pass must be >= 0, got {max_windows_per_pass}")
+            raise RhetoricError(f"max_windows_per_pass must be >= 0, got {max_windows_per_pass}")
         self._func = chunked_forward
         self.attrs["max_windows_per_pass"] = int(max_windows_per_pass)
         # nlp.replace_listeners writes the copied layer's config with this
@@ -185,7 +187,7 @@ def make_initialize_frozen(components: Sequence[str] = ("transformer",)) -> Call
     def initialize_frozen(nlp):
         missing = [name for name in names if name not in nlp.component_names]
         if missing:
-            raise ValueError(f"initialize_frozen: no component {missing} in the pipeline {nlp.component_names}")
+            raise RhetoricError(f"initialize_frozen: no component {missing} in the pipeline {nlp.component_names}")
         for name in names:
             pipe = nlp.get_pipe(name)
             pipe.initialize(lambda: [], nlp=nlp)

@@ -62,6 +62,7 @@ from .. import extensions
 from ..citret.scoring import CitRetScorer, CitRetSettings, encoder_pairs
 from ..citret.text import preprocess
 from ..citret.wmd import load_vectors, save_vectors
+from ..errors import RhetoricError
 from ..io import extract_files
 
 REFERENCE_KEY = "citance_reference"
@@ -242,7 +243,7 @@ class CitanceLinker(Pipe):
     def _as_reference_doc(self, reference: Union[Doc, Sequence[str]]) -> Doc:
         if isinstance(reference, Doc):
             if not (reference.has_annotation("SENT_START") or len(reference) <= 1):
-                raise ValueError(
+                raise RhetoricError(
                     "the reference Doc has no sentence boundaries: build it with "
                     "spacy_rhetoric.readers.common.doc_from_sentences or run a sentencizer/parser"
                 )
@@ -425,7 +426,7 @@ class CitanceLinker(Pipe):
         msg = srsly.msgpack_loads(bytes_data)
         files = msg.get("files") if isinstance(msg, dict) else None
         if not isinstance(files, dict):
-            raise ValueError(f"[{self.name}] from_bytes: not the output of CitanceLinker.to_bytes")
+            raise RhetoricError(f"[{self.name}] from_bytes: not the output of CitanceLinker.to_bytes")
         with make_tempdir() as tmp:
             extract_files(files, tmp, what=f"[{self.name}] from_bytes")
             vectors_path = None
@@ -455,7 +456,7 @@ class CitanceLinker(Pipe):
             self._vectors = load_vectors(path / VECTORS_FILE)
             self.cfg["vectors_path"] = str(path / VECTORS_FILE)
         elif "vectors" not in exclude and (path / OLD_VECTORS_FILE).exists():
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] {path / OLD_VECTORS_FILE}: word vectors saved as a gensim pickle by an older "
                 "version; pickles can run code when loaded and are refused. Re-create the pipeline's vectors "
                 "(spacy-rhetoric link-word2vec, then link --vectors FILE) and save it again"

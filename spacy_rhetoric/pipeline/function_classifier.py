@@ -33,6 +33,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model
 from thinc.types import Floats2d
 
+from ..errors import RhetoricError
 from ..evaluation.scorers import sentence_label_scores
 from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
 from ..ml.pooling import example_sentences
@@ -238,7 +239,7 @@ class FunctionClassifier(SentencePipe):
     ) -> None:
         powers = class_weight_power if isinstance(class_weight_power, (list, tuple)) else [class_weight_power]
         if not powers or not all(0.0 <= float(p) <= 1.0 for p in powers):
-            raise ValueError(f"[{name}] class_weight_power must be in [0, 1] (or a list of such), "
+            raise RhetoricError(f"[{name}] class_weight_power must be in [0, 1] (or a list of such), "
                              f"got {class_weight_power}")
         if isinstance(class_weight_power, (list, tuple)):
             class_weight_power = [float(p) for p in class_weight_power]
@@ -251,9 +252,9 @@ class FunctionClassifier(SentencePipe):
             ("spans_key", spans_key),
         ):
             if not isinstance(value, str) or not value:
-                raise ValueError(f"[{name}] {arg} must be a non-empty string, got {value!r}")
+                raise RhetoricError(f"[{name}] {arg} must be a non-empty string, got {value!r}")
         if label_field == scores_field:
-            raise ValueError(f"[{name}] label_field and scores_field must differ, both are {label_field!r}")
+            raise RhetoricError(f"[{name}] label_field and scores_field must differ, both are {label_field!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -282,7 +283,7 @@ class FunctionClassifier(SentencePipe):
 
     def _allow_extra_label(self, label: str) -> None:
         if self.model.get_ref("output_layer").has_param("W"):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] cannot add label {label!r}: the model is already "
                 f"initialized with labels {list(self.labels)}; add labels before initialize()"
             )

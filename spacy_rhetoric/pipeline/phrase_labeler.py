@@ -66,6 +66,7 @@ from spacy.training import Example
 from spacy.util import SimpleFrozenList, registry
 from wasabi import msg
 
+from ..errors import RhetoricError
 from ..extensions import (
     LABEL,
     PHRASE_LABEL,
@@ -141,13 +142,13 @@ class PhraseLabeler(Pipe):
         install_extensions()
         attr = str(attr).upper()
         if attr not in ATTRS:
-            raise ValueError(
+            raise RhetoricError(
                 f"[{name}] attr must be one of {', '.join(ATTRS)}, got {attr!r}"
             )
         if n < 1:
-            raise ValueError(f"[{name}] n must be >= 1, got {n}")
+            raise RhetoricError(f"[{name}] n must be >= 1, got {n}")
         if min_length < 1:
-            raise ValueError(f"[{name}] min_length must be >= 1, got {min_length}")
+            raise RhetoricError(f"[{name}] min_length must be >= 1, got {min_length}")
         self.vocab = vocab
         self.name = name
         # The pipeline this pipe belongs to (a weak reference: no cycle, and
@@ -206,7 +207,7 @@ class PhraseLabeler(Pipe):
         if nlp is None and self._nlp_ref is not None:
             nlp = self._nlp_ref()
         if phrases is None:
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] needs a phrase list: call "
                 f"nlp.get_pipe('{self.name}').initialize(phrases=PATH_OR_PAIRS, nlp=nlp) or set "
                 f"[initialize.components.{self.name}] phrases = \"path/to/phrases\" in the config"
@@ -218,7 +219,7 @@ class PhraseLabeler(Pipe):
             pairs, n_skipped = check_phrase_pairs(phrases, self.name), 0
             source = f"{len(pairs)} (label, phrase) pairs"
         if not pairs:
-            raise ValueError(f"[{self.name}] the phrase list {source} holds no phrases")
+            raise RhetoricError(f"[{self.name}] the phrase list {source} holds no phrases")
         table, stats = build_ngram_table(
             pairs,
             nlp=nlp,
@@ -228,7 +229,7 @@ class PhraseLabeler(Pipe):
         )
         stats["phrases_skipped_malformed"] = n_skipped
         if not table:
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] no n-gram is left from {source}: its {stats['phrases']} phrases give no "
                 f"segment of n={self.cfg['n']} tokens ({stats['segments_too_short']} too short, "
                 f"{stats['ngrams_multilabel']} multi-label n-grams dropped); use a smaller n (label --n)"
@@ -255,20 +256,20 @@ class PhraseLabeler(Pipe):
 
     def _check_doc(self, doc: Doc) -> None:
         if not self._table:
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] has no n-grams: it was not initialized. Call "
                 f"nlp.initialize() with [initialize.components.{self.name}] phrases set, or "
                 f"nlp.get_pipe('{self.name}').initialize(phrases=..., nlp=nlp)"
             )
         if not doc.has_annotation("DEP"):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] needs a dependency parse (the rule checks that the matched "
                 f"n-gram holds the sentence root), but the Doc has none: put a trained parser "
                 f"before it, e.g. nlp = spacy_rhetoric.load_parser('en_core_web_sm'); "
                 f"nlp.add_pipe('{self.name}')"
             )
         if self.cfg["attr"] == "LEMMA" and not doc.has_annotation("LEMMA"):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] matches on lemmas (attr='LEMMA') but the Doc has none: put a "
                 f"lemmatizer before it (as in en_core_web_sm) or use attr='LOWER'"
             )

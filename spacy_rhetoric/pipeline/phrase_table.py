@@ -9,6 +9,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 
+from ..errors import RhetoricError
+
 NGram = Tuple[str, ...]
 DEFAULT_PLACEHOLDERS = ["*", "cite-", "math-"]
 # Components that only assign these never change tokens or lemmas, so they
@@ -35,7 +37,7 @@ def check_phrase_pairs(phrases: Sequence[Sequence[str]], component: str) -> List
             or len(item) != 2
             or not all(isinstance(x, str) and x.strip() for x in item)
         ):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{component}] phrases[{i}] must be a (label, phrase) pair of non-empty "
                 f"strings, got {item!r}"
             )
@@ -84,7 +86,7 @@ def phrase_keys(
     attr = attr.upper()
     if nlp is None:
         if attr == "LEMMA":
-            raise ValueError(
+            raise RhetoricError(
                 f"[{component}] lemmatizing the phrases needs the pipeline: pass nlp= to "
                 f"initialize (nlp.initialize() does this), or use attr='LOWER'"
             )
@@ -98,7 +100,7 @@ def phrase_keys(
         for name, proc in _lemmatizing_pipes(nlp, component):
             docs = list(proc.pipe(docs))
         if docs and not any(d.has_annotation("LEMMA") for d in docs if len(d)):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{component}] matches on lemmas (attr='LEMMA') but the pipeline has no "
                 f"lemmatizer before it ({', '.join(nlp.pipe_names) or 'no components'}): use a "
                 f"pipeline with one (spacy_rhetoric.load_parser('en_core_web_sm')) or attr='LOWER'"
@@ -114,7 +116,7 @@ def phrase_keys(
         else:
             keys = [t.orth_ for t in doc if not t.is_space]
         if "" in keys:
-            raise ValueError(
+            raise RhetoricError(
                 f"[{component}] the phrase {doc.text!r} has tokens without a {attr} value: "
                 f"the pipeline does not set that attribute"
             )

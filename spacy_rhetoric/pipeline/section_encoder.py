@@ -31,6 +31,7 @@ from spacy.pipeline import Pipe
 from spacy.tokens import Doc
 from spacy.util import SimpleFrozenList
 
+from ..errors import RhetoricError
 from ..extensions import CHUNKS, SECTION, TITLE, get_doc_value, get_span_value, install_extensions, set_doc_value
 from ..util import torch_device
 
@@ -67,7 +68,7 @@ class SectionEncoder(Pipe):
                  max_length: int = 256, batch_size: int = 8) -> None:
         install_extensions()
         if max_length < 16:
-            raise ValueError(f"rhetoric_section_encoder: max_length must be >= 16, got {max_length}")
+            raise RhetoricError(f"rhetoric_section_encoder: max_length must be >= 16, got {max_length}")
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {"model_name": model_name, "max_length": int(max_length),
@@ -116,7 +117,7 @@ class SectionEncoder(Pipe):
         per_doc = []
         for doc in docs:
             if not doc.has_annotation("SENT_START"):
-                raise ValueError(
+                raise RhetoricError(
                     "rhetoric_section_encoder needs sentence boundaries: add a sentencizer or parser before it"
                 )
             sents = [s for s in doc.sents if s.text.strip()]

@@ -59,6 +59,7 @@ from spacy.training import Example
 from spacy.util import SimpleFrozenList, registry
 from thinc.api import Config
 
+from ..errors import RhetoricError
 from ..extensions import (
     HEADING,
     SECTION,
@@ -177,11 +178,11 @@ class SectionTagger(Pipe):
     ) -> None:
         install_extensions()
         if not 0.0 <= float(threshold) <= 1.0:
-            raise ValueError(f"[{name}] threshold must be in [0, 1], got {threshold}")
+            raise RhetoricError(f"[{name}] threshold must be in [0, 1], got {threshold}")
         if unmatched not in UNMATCHED:
-            raise ValueError(f"[{name}] unmatched must be one of {UNMATCHED}, got {unmatched!r}")
+            raise RhetoricError(f"[{name}] unmatched must be one of {UNMATCHED}, got {unmatched!r}")
         if not isinstance(spans_key, str) or not spans_key:
-            raise ValueError(f"[{name}] spans_key must be a non-empty string, got {spans_key!r}")
+            raise RhetoricError(f"[{name}] spans_key must be a non-empty string, got {spans_key!r}")
         self.vocab = vocab
         self.name = name
         self.scorer = scorer
@@ -261,7 +262,7 @@ class SectionTagger(Pipe):
     # ------------------------------------------------------------- documents
     def __call__(self, doc: Doc) -> Doc:
         if len(doc) and not (doc.has_annotation("SENT_START") or doc.has_annotation("DEP")):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] needs sentence boundaries: put a sentencizer or parser before it "
                 f"(nlp.add_pipe('sentencizer', before='{self.name}')) or use a reader's docs"
             )

@@ -47,6 +47,7 @@ from thinc.api import Config, Model, Optimizer, PyTorchWrapper_v2, torch2xp, xp2
 from thinc.types import Floats2d
 
 from .. import losses as _losses  # noqa: F401  (registers the metric losses)
+from ..errors import RhetoricError
 from ..extensions import (  # noqa: F401  (the hook functions' old import place)
     LABEL,
     VECTOR,
@@ -213,7 +214,7 @@ class SentenceEncoder(SentencePipe):
         import torch
 
         if not isinstance(loss, torch.nn.Module) or not hasattr(loss, "initialize"):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{name}] 'loss' must be a spacy_rhetoric metric loss (a torch.nn.Module with "
                 f"initialize(n_classes, width) and forward(embeddings, labels)), got {type(loss).__name__}"
             )
@@ -241,7 +242,7 @@ class SentenceEncoder(SentencePipe):
 
     def _allow_extra_label(self, label: str) -> None:
         if self._loss_ready and getattr(self.loss_fn, "needs_classes", False):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] cannot add label {label!r} after initialization: the loss "
                 f"{type(self.loss_fn).__name__} has one class weight per label; re-initialize instead"
             )
@@ -267,7 +268,7 @@ class SentenceEncoder(SentencePipe):
         """Create the loss's class weights (once) and its thinc wrapper."""
         if not self._loss_ready:
             if not self.labels or not self.cfg.get("width"):
-                raise ValueError(f"[{self.name}] the component is not initialized: call nlp.initialize()")
+                raise RhetoricError(f"[{self.name}] the component is not initialized: call nlp.initialize()")
             if hasattr(self.loss_fn, "set_labels"):
                 # Label names in class-id order (margin-graded triplets configured by name).
                 self.loss_fn.set_labels(list(self.labels))
@@ -297,7 +298,7 @@ class SentenceEncoder(SentencePipe):
         labels = torch.as_tensor(list(label_ids), dtype=torch.long, device=emb.device)
         loss = self.loss_fn(emb, labels)
         if not torch.isfinite(loss):
-            raise ValueError(f"[{self.name}] the loss {type(self.loss_fn).__name__} returned {float(loss)}")
+            raise RhetoricError(f"[{self.name}] the loss {type(self.loss_fn).__name__} returned {float(loss)}")
         if loss.requires_grad:
             loss.backward()
         if emb.grad is None:
@@ -344,7 +345,7 @@ class SentenceEncoder(SentencePipe):
             state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - an UnpicklingError for anything but tensors
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ValueError(f"[{self.name}] the loss state is not a file of tensors (refused, nothing was "
+            raise RhetoricError(f"[{self.name}] the loss state is not a file of tensors (refused, nothing was "
                              f"run: {first[:160]})") from None
         if self.labels and self.cfg.get("width"):
             self.loss_fn.initialize(len(self.labels), int(self.cfg["width"]))
@@ -357,7 +358,7 @@ class SentenceEncoder(SentencePipe):
         try:
             self._loss_from_bytes(path.read_bytes())
         except ValueError as err:
-            raise ValueError(f"{path}: {err}") from None
+            raise RhetoricError(f"{path}: {err}") from None
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         self._validate_serialization_attrs()
@@ -397,7 +398,7 @@ class SentenceEncoder(SentencePipe):
             try:
                 self.model.from_bytes(p.read_bytes())
             except AttributeError:
-                raise ValueError(f"[{self.name}] cannot load the model from {p}") from None
+                raise RhetoricError(f"[{self.name}] cannot load the model from {p}") from None
 
         deserialize = {
             "cfg": lambda p: self.cfg.update(srsly.read_json(p)),

@@ -26,6 +26,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Optimizer, set_dropout_rate
 from thinc.types import Floats2d
 
+from ..errors import RhetoricError
 from ..ml.pooling import Offsets, doc_sentences, example_sentence_values, example_sentences, make_indices
 
 N_INIT_SAMPLE = 10
@@ -60,7 +61,7 @@ class SentencePipe(TrainablePipe):
     def add_label(self, label: str) -> int:
         """Add a label. Returns 0 if it was already present, otherwise 1."""
         if not isinstance(label, str):
-            raise ValueError(f"[{self.name}] labels must be strings, got {label!r}")
+            raise RhetoricError(f"[{self.name}] labels must be strings, got {label!r}")
         if label in self.labels:
             return 0
         self._allow_extra_label(label)
@@ -217,14 +218,14 @@ class SentencePipe(TrainablePipe):
             for label in sorted(counts):
                 self.add_label(label)
         if len(self.labels) < 2:
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] needs at least 2 labels, found {list(self.labels)}: do the "
                 f"reference docs carry sentence labels in field {self.gold_field!r} "
                 f"(spacy_rhetoric.set_sent_labels)?"
             )
         offsets = [example_sentences(eg, self.gold_field)[0] for eg in sample]
         if not sum(len(o) for o in offsets):
-            raise ValueError(
+            raise RhetoricError(
                 f"[{self.name}] the initialization examples have no gold sentences: "
                 f"the reference docs need sentence boundaries"
             )

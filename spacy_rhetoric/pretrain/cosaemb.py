@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Union
 
 import torch
 
+from ..errors import RhetoricError
 from ..losses import graded_triplet_loss
 from ..ml.section_chunks import (  # noqa: F401 - re-exported: the chunks COSAEMB trains on
     MAX_TITLE_TOKENS,
@@ -78,9 +79,9 @@ class CosaembSettings(TrainSettings):
 
     def check(self) -> None:
         if not 0 <= self.m_inter <= self.m_global <= self.m_local:
-            raise ValueError("COSAEMB margins must satisfy 0 <= m_inter <= m_global <= m_local")
+            raise RhetoricError("COSAEMB margins must satisfy 0 <= m_inter <= m_global <= m_local")
         if self.max_length < 16:
-            raise ValueError("COSAEMB: max_length must be >= 16")
+            raise RhetoricError("COSAEMB: max_length must be >= 16")
 
 
 def chunk_paper(paper: Paper, tokenizer, max_length: int, tagger=None, *, title: bool = True) -> PaperChunks:
@@ -206,7 +207,7 @@ def train_cosaemb(corpus: CitationCorpus, output: Union[str, Path], settings: Op
     triplets = build_triplets(chunks, corpus.cites, settings, rng)
     kinds = {k: sum(t.kind == k for t in triplets) for k in (LOCAL, GLOBAL, INTER)}
     if not triplets:
-        raise ValueError("COSAEMB: no triplets (papers need sections, abstracts and citations)")
+        raise RhetoricError("COSAEMB: no triplets (papers need sections, abstracts and citations)")
     total = math.ceil(len(triplets) / settings.batch_size) * settings.epochs
     if settings.max_steps:
         total = min(total, settings.max_steps)

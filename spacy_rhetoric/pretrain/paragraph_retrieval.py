@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy
 import torch
 
+from ..errors import RhetoricError
 from .cosaemb import BODY_SECTIONS, ChunkInput, add_section_tokens, chunk_paper, encode_inputs
 from .sentmask import Paper
 
@@ -88,7 +89,7 @@ def paragraph_retrieval(model_name: str, papers: Sequence[Paper], *, max_length:
     model = AutoModel.from_pretrained(path).to(torch_device())
     chunks = retrieval_chunks(papers, tokenizer, max_length, tagger)
     if len({c.paper_id for c in chunks}) < 2:
-        raise ValueError("paragraph retrieval needs chunks from at least 2 papers")
+        raise RhetoricError("paragraph retrieval needs chunks from at least 2 papers")
     vectors = encode_chunks(model, chunks, tokenizer.pad_token_id, batch_size=batch_size, progress=progress)
     groups = [c.paper_id for c in chunks]
     result: Dict[str, object] = {

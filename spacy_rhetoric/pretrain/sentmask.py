@@ -40,6 +40,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from ..errors import RhetoricError
 from ..losses import info_nce_loss
 from ..ml.section_chunks import pad_batch, to_model_device
 from ..util import torch_device
@@ -72,13 +73,13 @@ class SentMaskSettings(TrainSettings):
 
     def check(self) -> None:
         if self.n_negatives < 1:
-            raise ValueError("SENT-MASK needs n_negatives >= 1")
+            raise RhetoricError("SENT-MASK needs n_negatives >= 1")
         if self.temperature <= 0:
-            raise ValueError("SENT-MASK: temperature must be > 0")
+            raise RhetoricError("SENT-MASK: temperature must be > 0")
         if self.max_sentence_tokens < 1 or self.windows_per_step < 1:
-            raise ValueError("SENT-MASK: max_sentence_tokens and windows_per_step must be >= 1")
+            raise RhetoricError("SENT-MASK: max_sentence_tokens and windows_per_step must be >= 1")
         if self.window_sents < 2:
-            raise ValueError("SENT-MASK: window_sents must be >= 2 (a target needs context)")
+            raise RhetoricError("SENT-MASK: window_sents must be >= 2 (a target needs context)")
 
 
 @dataclass

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..errors import RhetoricError
 from ..ml.section_chunks import Chunk, iter_sections, plan_chunks  # noqa: F401 - re-exported
 
 
@@ -46,9 +47,9 @@ def plan_target_windows(n_sents: int, window_sents: int = 8, targets_per_window:
     """Windows of whole sentences whose target cores partition ``range(n_sents)``
     (see module doc). ``targets_per_window <= window_sents``."""
     if window_sents < 1 or targets_per_window < 1:
-        raise ValueError("plan_target_windows: window_sents and targets_per_window must be >= 1")
+        raise RhetoricError("plan_target_windows: window_sents and targets_per_window must be >= 1")
     if targets_per_window > window_sents:
-        raise ValueError(
+        raise RhetoricError(
             f"plan_target_windows: targets_per_window ({targets_per_window}) > window_sents ({window_sents})"
         )
     out: List[TargetWindow] = []

@@ -41,6 +41,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
+from ..errors import RhetoricError
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences
 from .fulltext import parse_xml_data
 
@@ -441,7 +442,7 @@ def select_topics(
         have = {t.topic_id for t in topics}
         missing = [t for t in wanted if t not in have]
         if missing:
-            raise ValueError(f"topics not found under {[str(r) for r in roots]}: {missing}")
+            raise RhetoricError(f"topics not found under {[str(r) for r in roots]}: {missing}")
         keep = set(wanted)
         topics = [t for t in topics if t.topic_id in keep]
     if exclude is not None:

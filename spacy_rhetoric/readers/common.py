@@ -114,7 +114,7 @@ class ReadStats:
 
 def check_errors_mode(errors: str) -> None:
     if errors not in ERROR_MODES:
-        raise ValueError(f"errors must be one of {ERROR_MODES}, got {errors!r}")
+        raise RhetoricError(f"errors must be one of {ERROR_MODES}, got {errors!r}")
 
 
 def handle(err: ReaderError, errors: str, stats: Optional[ReadStats]) -> None:
@@ -294,7 +294,7 @@ def doc_from_sentences(
             raise TypeError(f"doc_from_sentences: sentence {j} is {type(sent).__name__}, not str")
         sent_doc = make_doc(sent.strip())
         if not len(sent_doc):
-            raise ValueError(f"doc_from_sentences: sentence {j} is empty")
+            raise RhetoricError(f"doc_from_sentences: sentence {j} is empty")
         for k, token in enumerate(sent_doc):
             words.append(token.text)
             spaces.append(bool(token.whitespace_))

@@ -10,6 +10,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Optional
 
+from ..errors import RhetoricError
+
 FORMATS: Dict[str, str] = {
     "csabstruct": "CSAbstruct .jsonl, one Doc per abstract",
     "pmc": "PMC-Sents-FULL .jsonl, one Doc per article",
@@ -50,7 +52,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
     return readers[fmt]
 
 
-class NothingConverted(ValueError):
+class NothingConverted(RhetoricError):
     """No record of the input could be used: no output is written."""
 
 
@@ -71,9 +73,9 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
     from .common import ReadStats
 
     if fmt not in FORMATS:
-        raise ValueError(f"Unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+        raise RhetoricError(f"Unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if grobid and fmt not in PAPER_FORMATS:
-        raise ValueError(f"--grobid reads PDFs: it needs a paper format ({', '.join(PAPER_FORMATS)}), not {fmt!r}")
+        raise RhetoricError(f"--grobid reads PDFs: it needs a paper format ({', '.join(PAPER_FORMATS)}), not {fmt!r}")
     directory = fmt in DIRECTORY_FORMATS
     input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
                              dir_ok=directory or fmt in PAPER_FORMATS)

@@ -37,6 +37,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .. import extensions
+from ..errors import RhetoricError
 from ..long_docs import make_doc
 from .common import ReaderError
 
@@ -232,7 +233,7 @@ def sentence_splitter(name: str = "sentencizer") -> Callable[[Doc], None]:
     ``en_core_web_sm`` (``util.load_parser``), run on a copy of the tokens
     in its own vocab."""
     if name not in SPLITTERS:
-        raise ValueError(f"sentence splitter must be one of {SPLITTERS}, got {name!r}")
+        raise RhetoricError(f"sentence splitter must be one of {SPLITTERS}, got {name!r}")
     if name not in _SPLITTER_CACHE:
         if name == "sentencizer":
             from spacy.pipeline import Sentencizer

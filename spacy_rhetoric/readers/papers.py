@@ -35,6 +35,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from .. import extensions
+from ..errors import RhetoricError
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
 from .fulltext import CITATIONS_KEY, Paper, doc_id_from_path, paper_doc, xml_root_name
 from .jats import parse_jats
@@ -183,7 +184,7 @@ def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: st
     if fmt == "clscisumm":
         return _clscisumm_doc(path, nlp)
     if fmt not in PARSERS:
-        raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
+        raise RhetoricError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
     if fmt == "pdf" and grobid:
         from .pdf.grobid import parse_pdf_with_grobid
 
@@ -237,7 +238,7 @@ def read_papers(
     see :func:`read_paper`."""
     check_errors_mode(errors)
     if fmt != "auto" and fmt not in FORMATS:
-        raise ValueError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
+        raise RhetoricError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
     stats = stats if stats is not None else ReadStats(name="papers")
     n_docs = 0
     files = keyed_paper_files(paths, fmt)

@@ -77,7 +77,7 @@ def read_phrase_records(
         raise FileNotFoundError(f"Phrase list not found: {path}")
     files = _phrase_files(path)
     if not files:
-        raise ValueError(f"No phrase files in directory {path}")
+        raise RhetoricError(f"No phrase files in directory {path}")
     records: List[PhraseRecord] = []
     problems: List[str] = []
     for file in files:

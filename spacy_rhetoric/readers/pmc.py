@@ -18,6 +18,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
+from ..errors import RhetoricError
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, iter_jsonl, require
 
 LABELS = ("other", "objective", "methods", "results", "background")
@@ -43,7 +44,7 @@ def read_pmc_sents(
     """
     check_errors_mode(errors)
     if group_by not in GROUPINGS:
-        raise ValueError(f"group_by must be one of {GROUPINGS}, got {group_by!r}")
+        raise RhetoricError(f"group_by must be one of {GROUPINGS}, got {group_by!r}")
     path = Path(path)
     stats = stats if stats is not None else ReadStats(name=str(path))
     groups: Dict[str, List[Tuple[int, str, str]]] = {}

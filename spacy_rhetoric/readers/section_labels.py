@@ -37,6 +37,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .. import extensions
+from ..errors import RhetoricError
 from ..extensions import (
     DOC_ID,
     HEADING,
@@ -97,7 +98,7 @@ class SectionLabelCorpus:
         self.shuffle = bool(shuffle)
         for name, value in (("section_dropout", section_dropout), ("doc_section_dropout", doc_section_dropout)):
             if not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"SectionLabelCorpus: {name} must be in [0, 1], got {value}")
+                raise RhetoricError(f"SectionLabelCorpus: {name} must be in [0, 1], got {value}")
         self.section_dropout = float(section_dropout)
         self.doc_section_dropout = float(doc_section_dropout)
 

@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..errors import RhetoricError
 from ..extensions import docbin_docs
 from ..io import atomic_path, check_input, check_outputs
 
@@ -35,7 +36,7 @@ def split_doc_ids(ids: Sequence[str], *, share: float = 0.8, seed: int = 0,
     import numpy
 
     if not 0.0 < share < 1.0:
-        raise ValueError(f"share must be between 0 and 1, got {share}")
+        raise RhetoricError(f"share must be between 0 and 1, got {share}")
     if labels is not None:
         return _stratified_group_split(list(ids), list(labels), share=share, seed=seed)
     distinct = sorted(set(ids))
@@ -86,12 +87,12 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
     try:
         docs = list(docbin_docs(DocBin().from_disk(input_path), nlp.vocab))
     except Exception as err:  # not a DocBin: zlib/msgpack errors
-        raise ValueError(f"{input_path}: not a readable .spacy file ({type(err).__name__}: {err})") from err
+        raise RhetoricError(f"{input_path}: not a readable .spacy file ({type(err).__name__}: {err})") from err
     ids = []
     for i, doc in enumerate(docs):
         doc_id = get_doc_value(doc, DOC_ID)
         if doc_id is None:
-            raise ValueError(f"{input_path}: doc {i} has no doc id (rhetoric_doc_id); cannot split by document")
+            raise RhetoricError(f"{input_path}: doc {i} has no doc id (rhetoric_doc_id); cannot split by document")
         ids.append(str(doc_id))
     train_ids, test_ids = split_doc_ids(ids, share=share, seed=seed)
     train_set = set(train_ids)

@@ -44,6 +44,7 @@ Randomness comes from one ``random.Random(seed)`` owned by the batcher: two
 batchers with the same seed and the same input yield the same batches, and
 successive calls (epochs) of one batcher continue the same random stream.
 """
+from ..errors import RhetoricError
 import logging
 import math
 import random
@@ -120,9 +121,9 @@ class PKBatcher:
         get_label: Optional[Callable[[Any], Optional[Hashable]]] = None,
     ) -> None:
         if int(k) < 1:
-            raise ValueError(f"pk_batcher: k must be >= 1, got {k}")
+            raise RhetoricError(f"pk_batcher: k must be >= 1, got {k}")
         if int(buffer) < 0 or int(batches_per_chunk) < 0:
-            raise ValueError(
+            raise RhetoricError(
                 f"pk_batcher: buffer and batches_per_chunk must be >= 0, got {buffer}, {batches_per_chunk}"
             )
         self.p = int(p)
@@ -201,7 +202,7 @@ class PKBatcher:
             n_left = sum(len(v) for v in carry.values())
             if not made_any:
                 found = sorted(map(str, carry))
-                raise ValueError(
+                raise RhetoricError(
                     f"pk_batcher: cannot make a batch of p={self.p} labels x k={self.k}: the input has "
                     f"{len(carry)} label(s) {found[:20]} in {n_left} labelled items (field "
                     f"'{self.label_field}'; skipped so far: {self.stats['skipped_unlabelled']} unlabelled, "
@@ -211,7 +212,7 @@ class PKBatcher:
             self.stats["leftover"] += n_left
             logger.warning("pk_batcher: %d items at the end of the input had fewer than p=%d labels", n_left, self.p)
         elif not made_any:
-            raise ValueError(
+            raise RhetoricError(
                 f"pk_batcher: no labelled items in the input (field '{self.label_field}'; "
                 f"{self.stats['skipped_unlabelled']} unlabelled and {self.stats['skipped_ambiguous']} "
                 "items with several labels skipped)"

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List
 
+from ...errors import RhetoricError
+
 _CID = re.compile(r"^\(cid:(\d+)\)$")
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi|medi|-b$|\+cmbx|cmbx|\.b$|,bold", re.IGNORECASE)
 _MATH = re.compile(r"cmmi|cmsy|cmex|msbm|math|symbol|mt2m|mt2s", re.IGNORECASE)
@@ -244,5 +246,5 @@ def load_pages(path: Path, *, backend: str = "pdfium", password: str = "") -> Li
     """Glyphs (and, with pdfminer, rules) of every page; :class:`PDFReadError`
     for a file that is not a readable PDF (its message says why)."""
     if backend not in BACKENDS:
-        raise ValueError(f"PDF backend must be one of {sorted(BACKENDS)}, got {backend!r}")
+        raise RhetoricError(f"PDF backend must be one of {sorted(BACKENDS)}, got {backend!r}")
     return BACKENDS[backend](path, password=password)
