@@ -147,3 +147,15 @@ def test_silent_sections_mute_a_papers_only_member_at_prediction_only():
     _, backprop = model.begin_update(X)
     backprop(numpy.ones((2, 4), dtype="f"))
     assert b.attrs["dY"].tolist() == [[1, 1], [1, 1]]  # it still learns from the abstract
+
+
+def test_a_row_no_member_speaks_on_falls_back_to_the_others():
+    nlp = spacy.blank("en")
+    paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["abstract", "method"])
+    plain = doc_from_sentences(nlp, ["Plain text here."])
+    X = ([paper, plain], make_indices(NumpyOps(), [doc_sentences(d)[1] for d in (paper, plain)]))
+    a, b = constant([0.8, 0.2], "a"), constant([0.2, 0.8], "b")
+    model = experts([a, b], [0.0, 1.0], papers_only=[False, True], silent_sections=["abstract"])
+    out = model.predict(X)
+    assert not numpy.isnan(out).any()
+    assert numpy.allclose(out, [[0.8, 0.2], [0.2, 0.8], [0.8, 0.2]])

@@ -121,8 +121,14 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
     else:
         papers = None
     if not is_train:
-        weights = [model.ops.asarray2f(numpy.full((1, 1), w, dtype="f")) * (papers if o else 1.0)
+        n_rows = outputs[0][0].shape[0]
+        weights = [model.ops.asarray2f(numpy.full((n_rows, 1), w, dtype="f")) * (papers if o else 1.0)
                    for w, o in zip(model.attrs["weights"], only)]
+        # a row no member speaks on (e.g. all the weight on a papers-only member, in an abstract): the
+        # other members share it equally (all members when every one is papers-only)
+        empty = (sum(weights) <= 0).astype("f")
+        fallback = [not o for o in only] if not all(only) else [True] * len(only)
+        weights = [w + empty * (1.0 / sum(fallback)) if f else w for w, f in zip(weights, fallback)]
         total = sum(weights)
         mixed = None
         for w, (probs, _) in zip(weights, outputs):
