@@ -159,3 +159,21 @@ def test_a_row_no_member_speaks_on_falls_back_to_the_others():
     out = model.predict(X)
     assert not numpy.isnan(out).any()
     assert numpy.allclose(out, [[0.8, 0.2], [0.2, 0.8], [0.8, 0.2]])
+
+
+def test_lexical_section_dropout_hides_the_section_in_training_only():
+    from spacy.strings import hash_string
+
+    from spacy_rhetoric.ml.sequence import _position_keys
+
+    nlp = spacy.blank("en")
+    doc = doc_from_sentences(nlp, ["we grow films", "films grow fast"], sections=["method", "method"])
+    X = ([doc], make_indices(NumpyOps(), [doc_sentences(doc)[1]]))
+    layer = lexical_features(ngram_size=1, section_dropout=1.0)
+    section = hash_string("__section=method")
+    tagged = {k for keys in _position_keys(2, "method") for k in keys}
+    plain = {k for keys in _position_keys(2, "") for k in keys}
+    (keys, _, _), _ = layer(X, is_train=True)
+    assert section not in set(keys.tolist()) and not tagged & set(keys.tolist()) and plain <= set(keys.tolist())
+    (keys, _, _), _ = layer(X, is_train=False)
+    assert section in set(keys.tolist()) and tagged <= set(keys.tolist())

@@ -160,12 +160,16 @@ def _tagged(keys: numpy.ndarray, tag: numpy.uint64) -> numpy.ndarray:
 
 
 def lexical_features(ngram_size: int = 2, neighbour_weight: float = 0.5, heading_words: bool = False,
-                     segments: str = "sections") -> Model:
+                     segments: str = "sections", section_dropout: float = 0.0) -> Model:
     """``(docs, indices)`` -> ``(keys, values, lengths)`` for ``SparseLinear``
-    (module docstring)."""
+    (module docstring). ``section_dropout``: in training, the share of
+    same-section runs whose section key and section-tagged position keys are
+    left out (their positions then count untagged), so the words must carry
+    the decision."""
     return Model("lexical_features", _lexical_forward,
                  attrs={"ngram_size": ngram_size, "neighbour_weight": float(neighbour_weight),
-                        "heading_words": heading_words, "segments": segments})
+                        "heading_words": heading_words, "segments": segments,
+                        "section_dropout": float(section_dropout)})
 
 
 def _lexical_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
@@ -176,7 +180,11 @@ def _lexical_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     lengths = to_host(indices.lengths).tolist()
     sections = sections_of(X)
     seg_lengths, seg_tags = segments_of(X, model.attrs["segments"])
-    positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
+    dropout = model.attrs.get("section_dropout", 0.0) if is_train else 0.0
+    dropped = (numpy.random.random(len(seg_lengths)) < dropout) if dropout > 0 else [False] * len(seg_lengths)
+    positions = [keys for n, tag, drop in zip(seg_lengths, seg_tags, dropped)
+                 for keys in _position_keys(n, "" if drop else tag)]
+    hidden = [bool(drop) for n, drop in zip(seg_lengths, dropped) for _ in range(n)]
     weight = model.attrs["neighbour_weight"]
     out_keys, out_vals, out_lengths = [], [], []
     row = 0
@@ -193,7 +201,7 @@ def _lexical_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
             if weight > 0 and i + 1 < n:
                 parts_k.append(_tagged(grams[i + 1][0], NEXT_TAG))
                 parts_v.append(_normalised(grams[i + 1][1], weight))
-            extra = [hash_string(f"__section={sections[row + i]}")] + list(positions[row + i])
+            extra = ([] if hidden[row + i] else [hash_string(f"__section={sections[row + i]}")]) + list(positions[row + i])
             if headings is not None:
                 heading = headings[int(offsets[row + i, 0])] if len(headings) else None
                 extra.extend(hash_string(f"__heading={w}") for w in sorted(set(str(heading or "").lower().split())))
@@ -213,12 +221,13 @@ def _lexical_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
 
 
 def lexical_expert(ngram_size: int = 2, ngram_length: int = 2 ** 18, neighbour_weight: float = 0.5,
-                   heading_words: bool = False, segments: str = "sections",
+                   heading_words: bool = False, segments: str = "sections", section_dropout: float = 0.0,
                    nO: Optional[int] = None) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """Lexical features -> ``SparseLinear`` (on the CPU) -> softmax; the
     table is ref "output"."""
     table = SparseLinear_v2(nO=nO, length=ngram_length)
-    model = chain(with_cpu_chain(lexical_features(ngram_size, neighbour_weight, heading_words, segments), table),
+    model = chain(with_cpu_chain(lexical_features(ngram_size, neighbour_weight, heading_words, segments,
+                                                  section_dropout), table),
                   softmax_activation())
     model.set_ref("output", table)
     return model
@@ -251,6 +260,7 @@ def build_full_paper_sentence_classifier(
     heading_words: bool = False,
     lexical_docs: str = "papers",
     lexical_silent_sections: Sequence[str] = ("abstract",),
+    lexical_section_dropout: float = 0.0,
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """``SectionAwareSentenceClassifier.v3`` (sections as segments and
@@ -265,7 +275,8 @@ def build_full_paper_sentence_classifier(
     (``experts``' ``papers_only``), abstracts and plain text are the
     network's; ``lexical_silent_sections``: sections of a paper where it
     does not speak at prediction (default: the abstract, read like the
-    abstracts the network learned from; it still learns from them)."""
+    abstracts the network learned from; it still learns from them);
+    ``lexical_section_dropout``: ``lexical_features``' ``section_dropout``."""
     if lexical_docs not in ("all", "papers"):
         raise RhetoricError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
     pooler, layers = section_aware_layers(
@@ -274,7 +285,8 @@ def build_full_paper_sentence_classifier(
         section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
     network = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
                         head_scale=head_scale)
-    lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections")
+    lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections",
+                             lexical_section_dropout)
     mixture = experts([network, lexical], [1.0 - lexical_weight, lexical_weight], nO=nO,
                       papers_only=[False, lexical_docs == "papers"], silent_sections=lexical_silent_sections)
     return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
