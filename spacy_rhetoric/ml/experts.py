@@ -20,8 +20,8 @@ their weighted mean. In training it outputs the members' rows side by side,
 (``FunctionClassifier._loss``) scores each ``K``-column block against the gold
 labels on its own and hands back the blocks' gradients; the layer passes each
 member its block. So each member minimises its own negative log-likelihood,
-and the mixture is only formed at prediction time (``attrs["experts"]`` tells
-the pipe how many blocks there are).
+and the mixture is only formed at prediction time (the pipe counts the blocks
+from the output's width, a multiple of the number of labels).
 
 ``lexical_expert``: hashed features of each sentence -> ``SparseLinear`` ->
 softmax. Features (all keys hashed into one table, each group L2-normalised
@@ -78,7 +78,7 @@ def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int
         raise RhetoricError(f"experts: weights must be >= 0 with a positive sum, got {list(weights)}")
     total = float(sum(weights))
     return Model("experts", _experts_forward, init=_experts_init, layers=list(members), dims={"nO": nO},
-                 attrs={"weights": [float(w) / total for w in weights], "experts": len(members),
+                 attrs={"weights": [float(w) / total for w in weights],
                         "papers_only": [bool(p) for p in papers_only] or [False] * len(members),
                         "silent_sections": list(silent_sections)})
 
