@@ -35,6 +35,7 @@ from spacy.tokens import Doc
 
 from .errors import RhetoricError
 from .extensions import HEADING, SECTION, labelled_spans
+from .linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from .resources import asset_path
 
 # Categories, in the order of a paper. COSAEMB's five plus title, abstract
@@ -230,26 +231,20 @@ class HeadingClassifier:
     def fit(cls, texts: Sequence[str], labels: Sequence[str], *,
             vectorizer: Optional[Dict[str, Any]] = None, classifier: Optional[Dict[str, Any]] = None,
             info: Optional[Dict[str, Any]] = None) -> "HeadingClassifier":
-        from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
 
         vec_params = {**DEFAULT_VECTORIZER, **(vectorizer or {})}
         clf_params = {**DEFAULT_CLASSIFIER, **(classifier or {})}
         if len(set(labels)) < 2:
             raise RhetoricError(f"HeadingClassifier needs at least two categories, got {sorted(set(labels))}")
-        vec = TfidfVectorizer(**{**vec_params, "ngram_range": tuple(vec_params["ngram_range"])})
+        vec = new_tfidf(vec_params)
         X = vec.fit_transform(list(texts))
         clf = LogisticRegression(**clf_params).fit(X, list(labels))
         # Keep only what is stored, rounded, so a saved model predicts exactly
         # like the trained one.
-        data = {
-            "vectorizer": {"params": vec_params, "vocabulary": sorted(vec.vocabulary_, key=vec.vocabulary_.get),
-                           "idf": numpy.round(vec.idf_, _DECIMALS).tolist()},
-            "classifier": {"params": clf_params, "classes": [str(c) for c in clf.classes_],
-                           "coef": numpy.round(clf.coef_, _DECIMALS).tolist(),
-                           "intercept": numpy.round(clf.intercept_, _DECIMALS).tolist()},
-            "info": {**(info or {}), "n_train": len(texts)},
-        }
+        data = {"vectorizer": tfidf_to_dict(vec, vec_params, _DECIMALS),
+                "classifier": logreg_to_dict(clf, clf_params, _DECIMALS),
+                "info": {**(info or {}), "n_train": len(texts)}}
         return cls.from_dict(data)
 
     def predict_proba(self, texts: Sequence[str]) -> numpy.ndarray:
@@ -265,40 +260,18 @@ class HeadingClassifier:
         return [(classes[int(i)], float(row[int(i)])) for row, i in zip(probs, probs.argmax(axis=1))]
 
     def to_dict(self) -> Dict[str, Any]:
-        vec = self.vectorizer
-        clf = self.classifier
         return {
-            "vectorizer": {"params": self.info.get("vectorizer_params", {}),
-                           "vocabulary": sorted(vec.vocabulary_, key=vec.vocabulary_.get),
-                           "idf": vec.idf_.tolist()},
-            "classifier": {"params": self.info.get("classifier_params", {}), "classes": self.classes,
-                           "coef": clf.coef_.tolist(), "intercept": clf.intercept_.tolist()},
+            "vectorizer": tfidf_to_dict(self.vectorizer, self.info.get("vectorizer_params", {})),
+            "classifier": logreg_to_dict(self.classifier, self.info.get("classifier_params", {})),
             "info": {k: v for k, v in self.info.items() if k not in ("vectorizer_params", "classifier_params")},
         }
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "HeadingClassifier":
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-
-        vec_params = dict(data["vectorizer"]["params"])
-        # the vocabulary is fixed: the fitting-only options do not apply
-        rebuild = {k: v for k, v in vec_params.items() if k not in ("min_df", "max_df", "max_features")}
-        if "ngram_range" in rebuild:
-            rebuild["ngram_range"] = tuple(rebuild["ngram_range"])
-        vec = TfidfVectorizer(**rebuild, vocabulary=list(data["vectorizer"]["vocabulary"]))
-        vec.idf_ = numpy.asarray(data["vectorizer"]["idf"], dtype="float64")
-        clf_params = dict(data["classifier"]["params"])
-        clf = LogisticRegression(**clf_params)
-        clf.classes_ = numpy.asarray(data["classifier"]["classes"], dtype=object)
-        clf.coef_ = numpy.asarray(data["classifier"]["coef"], dtype="float64")
-        clf.intercept_ = numpy.asarray(data["classifier"]["intercept"], dtype="float64")
-        if clf.coef_.shape != (len(clf.classes_), len(vec.vocabulary)):
-            raise RhetoricError(
-                f"heading model: coef shape {clf.coef_.shape} does not match "
-                f"{len(clf.classes_)} classes x {len(vec.vocabulary)} features"
-            )
-        info = {**data.get("info", {}), "vectorizer_params": vec_params, "classifier_params": clf_params}
+        vec = tfidf_from_dict(data["vectorizer"])
+        clf = logreg_from_dict(data["classifier"], n_features=len(vec.vocabulary))
+        info = {**data.get("info", {}), "vectorizer_params": dict(data["vectorizer"]["params"]),
+                "classifier_params": dict(data["classifier"]["params"])}
         return cls(vec, clf, info)
 
     def to_disk(self, path: Union[str, Path]) -> None:

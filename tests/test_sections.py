@@ -129,20 +129,29 @@ V2 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v2", "ngr
 V3 = dict(V2, **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})
 FULL = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v1", "lexical_length": 4096,
                    "section_scale": 1.0, "acknowledgements": False})
+FULL2 = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v2", "section_scale": 1.0,
+                    "acknowledgements": False, "tfidf_min_df": 1, "embedding_model": None})
 
 
 @pytest.mark.slow  # trains 60 steps
 @pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs"), V3,
-                                  dict(V3, ngram_size=0), FULL, dict(FULL, heading_words=True, lexical_weight=0.8)],
+                                  dict(V3, ngram_size=0), FULL, dict(FULL, heading_words=True, lexical_weight=0.8),
+                                  FULL2, dict(FULL2, embedding_model="sentence-transformers/all-MiniLM-L6-v2")],
                          ids=["v1", "v2", "v2-viterbi", "v2-docs", "v3", "v3-no-ngrams", "full-paper",
-                              "full-paper-headings"])
+                              "full-paper-headings", "full-paper-v2", "full-paper-v2-minilm"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
     rule; the saved pipeline predicts the same. v2 adds hashed n-grams and a
     CRF over the doc's sentences."""
+    from spacy_rhetoric.ml.fitted import fitted_members
+
     nlp = train_nlp(**arch)
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
+    n_fitted = 1 + ("minilm" in str(arch.get("embedding_model")).lower()) if "v2" in arch["@architectures"] and \
+        "FullPaper" in arch["@architectures"] else 0
+    assert [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)] == \
+        [True] * n_fitted
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
     assert in_results[0][0] == "result" and in_intro[1][0] == "background"
@@ -153,6 +162,8 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     nlp.to_disk(tmp_path / "nlp")
     loaded = spacy.load(tmp_path / "nlp")
     assert loaded.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
+    assert [m.attrs["state"] is not None for m in fitted_members(loaded.get_pipe(CLASSIFIER).model)] == \
+        [True] * n_fitted
     again = predict(loaded, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     for (label, scores), (label2, scores2) in zip(in_results, again):
         assert label == label2

@@ -48,10 +48,11 @@ from thinc.api import Model, SparseLinear_v2, chain, softmax_activation
 from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
-from ..section_headings import BACK_MATTER, BODY_SECTIONS, OTHER, token_values
+from ..section_headings import BACK_MATTER, OTHER, token_values
 from .devices import to_host, with_cpu_chain
+from .fitted import embedding_expert, is_fitted_member, tfidf_expert
 from .sections import _section_aware_model, section_aware_layers
-from .segments import sections_of, segments_of
+from .segments import is_paper, paper_rows, sections_of, segments_of  # noqa: F401 (is_paper: re-exported)
 from .sequence import _position_keys, crf_layer, emitters, ngram_counts
 
 PREV_TAG = numpy.uint64(hash_string("__prev"))
@@ -92,42 +93,28 @@ def _experts_init(model: Model, X=None, Y=None) -> None:
         member.initialize(X=X)
 
 
-def is_paper(sections: Sequence[str]) -> bool:
-    """A doc whose sentences have these sections is a full paper: one of them
-    is in a body section (introduction ... conclusion), or it has more than
-    one section (e.g. an abstract and topical headings the tagger calls
-    "unknown"). An abstract or plain text (one section, or none) is not."""
-    return any(s in BODY_SECTIONS for s in sections) or len(set(sections)) > 1
-
-
-def paper_rows(X: Tuple[List[Doc], Ragged], silent_sections: Sequence[str] = ()) -> numpy.ndarray:
-    """1.0 for each sentence row of ``X`` in a full paper (``is_paper``) and
-    not in ``silent_sections``, else 0.0."""
-    sections = sections_of(X)
-    silent = set(silent_sections)
-    out, row = [], 0
-    for n in to_host(X[1].lengths).tolist():
-        paper = is_paper(sections[row : row + n])
-        out.extend([1.0 if paper and s not in silent else 0.0 for s in sections[row : row + n]])
-        row += n
-    return numpy.asarray(out, dtype="f")
-
-
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
-    outputs = [member(X, is_train) for member in model.layers]
-    only = model.attrs.get("papers_only") or [False] * len(outputs)
+    # fitted members (ml/fitted.py) have nothing to learn: in training only the others run
+    members = [(m, w, o) for m, w, o in zip(model.layers, model.attrs["weights"],
+                                              model.attrs.get("papers_only") or [False] * len(model.layers))
+               if not (is_train and is_fitted_member(m))]
+    outputs = [member(X, is_train) for member, _, _ in members]
+    only = [o for _, _, o in members]
     if any(only):
         papers = model.ops.asarray2f(paper_rows(X, () if is_train else model.attrs.get("silent_sections", ()))[:, None])
     else:
         papers = None
     if not is_train:
         n_rows = outputs[0][0].shape[0]
-        weights = [model.ops.asarray2f(numpy.full((n_rows, 1), w, dtype="f")) * (papers if o else 1.0)
-                   for w, o in zip(model.attrs["weights"], only)]
+        # an unfitted member (no paper to learn from) is silent
+        weights = [model.ops.asarray2f(numpy.full((n_rows, 1), 0.0 if is_fitted_member(m) and
+                                                  m.attrs.get("state") is None else w, dtype="f"))
+                   * (papers if o else 1.0) for m, w, o in members]
         # a row no member speaks on (e.g. all the weight on a papers-only member, in an abstract): the
         # other members share it equally (all members when every one is papers-only)
         empty = (sum(weights) <= 0).astype("f")
-        fallback = [not o for o in only] if not all(only) else [True] * len(only)
+        fallback = [not o and not is_fitted_member(m) for m, _, o in members]
+        fallback = fallback if any(fallback) else [True] * len(members)
         weights = [w + empty * (1.0 / sum(fallback)) if f else w for w, f in zip(weights, fallback)]
         total = sum(weights)
         mixed = None
@@ -233,6 +220,18 @@ def lexical_expert(ngram_size: int = 2, ngram_length: int = 2 ** 18, neighbour_w
     return model
 
 
+def _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,
+             use_sections, section_scale, acknowledgements, ngram_size, ngram_length, decode, head_scale):
+    """The pooler and the v3 section-aware network with its CRF: the first
+    member of both full-paper classifiers."""
+    pooler, layers = section_aware_layers(
+        tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
+        maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
+        section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
+    return pooler, crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
+                             head_scale=head_scale)
+
+
 @registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v1")
 def build_full_paper_sentence_classifier(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -279,15 +278,76 @@ def build_full_paper_sentence_classifier(
     ``lexical_section_dropout``: ``lexical_features``' ``section_dropout``."""
     if lexical_docs not in ("all", "papers"):
         raise RhetoricError(f"Unknown lexical_docs {lexical_docs!r}: use 'all' or 'papers'")
-    pooler, layers = section_aware_layers(
-        tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
-        section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
-    network = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
-                        head_scale=head_scale)
+    pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
+                               hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
+                               ngram_length, decode, head_scale)
     lexical = lexical_expert(lexical_ngram_size, lexical_length, neighbour_weight, heading_words, "sections",
                              lexical_section_dropout)
     mixture = experts([network, lexical], [1.0 - lexical_weight, lexical_weight], nO=nO,
                       papers_only=[False, lexical_docs == "papers"], silent_sections=lexical_silent_sections)
+    return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
+                                acknowledgements)
+
+
+@registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v2")
+def build_full_paper_sentence_classifier_v2(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    pooling: str = "mean+max",
+    width: int = 128,
+    encoder: str = "cnn",
+    depth: int = 2,
+    window_size: int = 1,
+    maxout_pieces: int = 3,
+    dropout: float = 0.1,
+    hidden_size: int = 0,
+    use_sections: bool = True,
+    forced_sections: Sequence[str] = (BACK_MATTER,),
+    forced_label: str = OTHER,
+    section_scale: float = 5.0,
+    acknowledgements: bool = True,
+    ngram_size: int = 2,
+    ngram_length: int = 2 ** 18,
+    decode: str = "marginal",
+    head_scale: float = 1.0,
+    network_weight: float = 0.3,
+    tfidf_weight: float = 0.4,
+    embedding_weight: float = 0.3,
+    tfidf_ngram_size: int = 2,
+    tfidf_min_df: int = 2,
+    tfidf_C: float = 5.0,
+    neighbour_weight: float = 0.5,
+    embedding_model: Optional[str] = "sentence-transformers/all-MiniLM-L6-v2",
+    embedding_C: float = 1.0,
+    embedding_max_length: int = 128,
+    class_weight: Optional[str] = "balanced",
+    fitted_silent_sections: Sequence[str] = (),
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """The v3 section-aware network (arguments up to ``head_scale``, as v1)
+    and two closed-form members fitted by scikit-learn when the pipe is
+    initialized (``ml/fitted.py``): ``tfidf_expert`` (``tfidf_*``,
+    ``neighbour_weight``) and, unless ``embedding_model`` is null or
+    ``embedding_weight`` 0, ``embedding_expert`` over the frozen vectors of
+    that sentence-transformers model (``embedding_*``); both with
+    ``class_weight`` ("balanced" or null), learning from full papers only and
+    silent in ``fitted_silent_sections`` of a paper and in abstracts and
+    plain text, which are the network's alone. At prediction the members'
+    probabilities are averaged with ``network_weight``, ``tfidf_weight``,
+    ``embedding_weight``; the back-matter rule on the mixture."""
+    pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
+                               hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
+                               ngram_length, decode, head_scale)
+    members, weights = [network], [network_weight]
+    silent = list(fitted_silent_sections)
+    if tfidf_weight > 0:
+        members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, tfidf_C, class_weight,
+                                    silent_sections=silent))
+        weights.append(tfidf_weight)
+    if embedding_model and embedding_weight > 0:
+        members.append(embedding_expert(embedding_model, neighbour_weight, embedding_C, class_weight,
+                                        max_length=embedding_max_length, silent_sections=silent))
+        weights.append(embedding_weight)
+    mixture = experts(members, weights, nO=nO, papers_only=[False] + [True] * (len(members) - 1),
+                      silent_sections=silent)
     return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
                                 acknowledgements)

@@ -12,13 +12,14 @@ layers below (reading the extension values each time was ~40 % of the classifier
 predict time). Given a plain ``(docs, indices)`` tuple the helpers read the
 sections each time.
 """
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
+import numpy
 from spacy.tokens import Doc
 from thinc.types import Ragged
 
 from ..errors import RhetoricError
-from ..section_headings import sentence_sections
+from ..section_headings import BODY_SECTIONS, sentence_sections
 from .devices import to_host
 
 SEGMENTS = ("docs", "sections")
@@ -92,3 +93,24 @@ def segments_of(X: Tuple[List[Doc], Ragged], segments: str = "docs") -> Tuple[Li
             out[-1] += 1
         row += n
     return out, tags
+
+
+def is_paper(sections: Sequence[str]) -> bool:
+    """A doc whose sentences have these sections is a full paper: one of them
+    is in a body section (introduction ... conclusion), or it has more than
+    one section (e.g. an abstract and topical headings the tagger calls
+    "unknown"). An abstract or plain text (one section, or none) is not."""
+    return any(s in BODY_SECTIONS for s in sections) or len(set(sections)) > 1
+
+
+def paper_rows(X: Tuple[List[Doc], Ragged], silent_sections: Sequence[str] = ()) -> numpy.ndarray:
+    """1.0 for each sentence row of ``X`` in a full paper (``is_paper``) and
+    not in ``silent_sections``, else 0.0."""
+    sections = sections_of(X)
+    silent = set(silent_sections)
+    out, row = [], 0
+    for n in to_host(X[1].lengths).tolist():
+        paper = is_paper(sections[row : row + n])
+        out.extend([1.0 if paper and s not in silent else 0.0 for s in sections[row : row + n]])
+        row += n
+    return numpy.asarray(out, dtype="f")

@@ -30,13 +30,14 @@ from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import Config, Model
+from thinc.api import Config, Model, NumpyOps
 from thinc.types import Floats2d
 
 from ..errors import RhetoricError
 from ..evaluation.scorers import sentence_label_scores
 from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
-from ..ml.pooling import example_sentences
+from ..ml.fitted import fit_members, fitted_members
+from ..ml.pooling import example_sentences, make_indices
 from .sentence_pipe import SentencePipe, Truth
 
 DEFAULT_CLASSIFIER_MODEL_CONFIG = """
@@ -330,6 +331,23 @@ class FunctionClassifier(SentencePipe):
                                  for label in example_sentences(eg, self.gold_field)[1] if label is not None)
             weights = [class_weights([counts[label] for label in self.labels], p) for p in powers]
             self.cfg["class_weights"] = weights if isinstance(power, list) else weights[0]
+        self._fit_closed_form(get_examples)
+
+    def _fit_closed_form(self, get_examples: Callable[[], Iterable[Example]]) -> None:
+        """Fit the model's closed-form members (``ml/fitted.py``), if any, on
+        every gold sentence of ``get_examples()``: the reference docs, whose
+        sections are the true ones (a training corpus may drop sections from
+        the predicted side)."""
+        members = fitted_members(self.model)
+        if not members:
+            return
+        docs, offsets, gold = [], [], []
+        for eg in get_examples():
+            doc_offsets, doc_gold = example_sentences(Example(eg.reference, eg.reference), self.gold_field)
+            docs.append(eg.reference)
+            offsets.append(doc_offsets)
+            gold.extend(doc_gold)
+        fit_members(members, (docs, make_indices(NumpyOps(), offsets)), gold, self.labels)
 
     def _row_weights(self, truths: List[Truth], block: int = 0) -> Optional[numpy.ndarray]:
         """Per-row loss weights (None: all 1); ``block``: which block of a

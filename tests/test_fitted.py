@@ -1,0 +1,182 @@
+"""ml/fitted.py: closed-form members of the full-paper classifier's mixture,
+fitted by scikit-learn at initialize and stored as plain data; and
+linear_models.py, the one place that stores scikit-learn linear models."""
+import json
+
+import numpy
+import pytest
+import spacy
+from device_sim import device_ops, host, is_device_array
+from thinc.api import Model, NumpyOps, set_current_ops
+
+import spacy_rhetoric  # noqa: F401
+from spacy_rhetoric.extensions import HEADING, set_span_values
+from spacy_rhetoric.linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
+from spacy_rhetoric.ml.experts import experts
+from spacy_rhetoric.ml.fitted import (
+    N_CONTEXT,
+    context_matrix,
+    fit_members,
+    fitted_members,
+    heading_runs,
+    neighbour_rows,
+    sentence_texts,
+    tfidf_expert,
+)
+from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
+from spacy_rhetoric.readers.common import doc_from_sentences
+from spacy_rhetoric.section_headings import SENTENCE_SECTIONS
+
+LABELS = ["background", "method", "result"]
+PAPER = [("Parsing is an old task.", "introduction", "1 Introduction", "background"),
+         ("Many parsers exist.", "introduction", "1 Introduction", "background"),
+         ("We train a graph parser.", "method", "2 Method", "method"),
+         ("We tune it on news.", "method", "2 Method", "method"),
+         ("Accuracy rises by two points.", "results", "3 Results", "result"),
+         ("Recall rises too.", "results", "3 Results", "result")]
+
+
+def paper_doc(nlp, rows, labels=True):
+    doc = doc_from_sentences(nlp, [r[0] for r in rows], sections=[r[1] for r in rows],
+                             labels=[r[3] for r in rows] if labels else None)
+    set_span_values(doc, HEADING, list(doc.sents), [r[2] for r in rows])
+    return doc
+
+
+def as_X(docs):
+    return docs, make_indices(NumpyOps(), [doc_sentences(d)[1] for d in docs])
+
+
+def constant(probs, name="network"):
+    def forward(model, X, is_train):
+        n = int(X[1].lengths.sum())
+        return model.ops.asarray2f(numpy.tile(numpy.asarray(probs, dtype="f"), (n, 1))), lambda dY: []
+    return Model(name, forward, dims={"nO": len(probs)})
+
+
+def fitted(nlp, **kwargs):
+    member = tfidf_expert(min_df=1, C=50.0, **kwargs)
+    docs = [paper_doc(nlp, PAPER), paper_doc(nlp, PAPER)]  # the same text twice: used once
+    counts = fit_members([member], as_X(docs), [r[3] for r in PAPER] * 2, LABELS)
+    assert counts == {"papers": 1, "sentences": len(PAPER), "labelled": len(PAPER)}
+    return member
+
+
+def test_linear_models_round_trip_through_json():
+    from sklearn.linear_model import LogisticRegression
+
+    texts = ["we train a parser", "accuracy rises", "parsing is old", "we tune a parser", "recall rises"]
+    y = ["method", "result", "background", "method", "result"]
+    params = {"ngram_range": [1, 2], "min_df": 1, "sublinear_tf": True}
+    vec = new_tfidf(params).fit(texts)
+    clf = LogisticRegression(C=10.0).fit(vec.transform(texts), y)
+    data = json.loads(json.dumps({"v": tfidf_to_dict(vec, params), "c": logreg_to_dict(clf, {"C": 10.0})}))
+    vec2 = tfidf_from_dict(data["v"])
+    clf2 = logreg_from_dict(data["c"], n_features=len(vec2.vocabulary))
+    new = ["we train recall", "unseen words only"]
+    assert (vec2.transform(new) != vec.transform(new)).nnz == 0
+    assert numpy.allclose(clf2.predict_proba(vec2.transform(new)), clf.predict_proba(vec.transform(new)))
+    with pytest.raises(ValueError):
+        logreg_from_dict(data["c"], n_features=3)
+    with pytest.raises(ValueError):
+        tfidf_from_dict(dict(data["v"], idf=data["v"]["idf"][:-1]))
+
+
+def test_features_neighbours_positions_and_sections():
+    nlp = spacy.blank("en")
+    doc = paper_doc(nlp, PAPER, labels=False)
+    plain = doc_from_sentences(nlp, ["Plain text.", "More text.", "The end."])
+    X = as_X([doc, plain])
+    assert sentence_texts(X)[:2] == ["Parsing is an old task.", "Many parsers exist."]
+    prev, nxt = neighbour_rows([6, 3])
+    assert prev.tolist() == [-1, 0, 1, 2, 3, 4, -1, 6, 7] and nxt.tolist() == [1, 2, 3, 4, 5, -1, 7, 8, -1]
+    assert heading_runs(X) == [2, 2, 2, 3]
+    M = context_matrix(X)
+    assert M.shape == (9, N_CONTEXT) and numpy.allclose(M.sum(axis=1), 4.0)  # section, 2 positions, index
+    section = {name: i for i, name in enumerate(SENTENCE_SECTIONS)}
+    base = len(SENTENCE_SECTIONS)
+    assert M[0, section["introduction"]] == M[2, section["method"]] == M[6, section["unknown"]] == 1.0
+    # index in the run under one heading: 0 for the first sentence under each heading
+    assert M[0, base + 20] == M[2, base + 20] == M[3, base + 21] == 1.0
+    # relative position in the doc: the last of six sentences is in bucket 8 of 10
+    assert M[0, base + 10] == M[5, base + 18] == 1.0
+
+
+def test_a_fitted_member_learns_from_papers_and_is_silent_elsewhere():
+    nlp = spacy.blank("en")
+    member = fitted(nlp)
+    state = member.attrs["state"]
+    assert state["labels"] == LABELS and state["vectorizer"]["vocabulary"]
+    probs = member.predict(as_X([paper_doc(nlp, PAPER, labels=False)]))
+    assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER]
+    assert numpy.allclose(probs.sum(axis=1), 1.0)
+    plain = member.predict(as_X([doc_from_sentences(nlp, ["We train a graph parser.", "Recall rises too."])]))
+    assert numpy.allclose(plain, 1.0 / 3)  # not a paper: a uniform row, weighed 0 by experts
+
+
+def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
+    nlp = spacy.blank("en")
+    member = fitted(nlp)
+    network = constant([0.2, 0.3, 0.5])
+    mixture = experts([network, member], [0.5, 0.5], nO=3, papers_only=[False, True])
+    paper = as_X([paper_doc(nlp, PAPER, labels=False)])
+    Y, backprop = mixture.begin_update(paper)
+    assert Y.shape == (len(PAPER), 3)  # the network's block only: the fitted member has no loss
+    backprop(numpy.ones_like(Y))
+    mixed = mixture.predict(paper)
+    assert numpy.allclose(mixed, 0.5 * numpy.asarray([0.2, 0.3, 0.5]) + 0.5 * member.predict(paper))
+    plain = as_X([doc_from_sentences(nlp, ["We train a graph parser.", "Recall rises too."])])
+    assert numpy.allclose(mixture.predict(plain), [[0.2, 0.3, 0.5]] * 2)
+    unfitted = tfidf_expert()
+    assert unfitted.attrs["state"] is None
+    alone = experts([constant([0.2, 0.3, 0.5]), unfitted], [0.1, 0.9], nO=3, papers_only=[False, True])
+    alone.initialize(X=paper)
+    assert numpy.allclose(alone.predict(paper), [[0.2, 0.3, 0.5]] * len(PAPER))
+    assert fitted_members(mixture) == [member]
+
+
+def test_fewer_than_two_labels_leave_the_member_unfitted():
+    nlp = spacy.blank("en")
+    member = tfidf_expert(min_df=1)
+    fit_members([member], as_X([paper_doc(nlp, PAPER)]), ["method"] * len(PAPER), LABELS)
+    assert member.attrs["state"] is None
+    fit_members([member], as_X([doc_from_sentences(nlp, ["A b c.", "D e f."])]), ["method", "result"], LABELS)
+    assert member.attrs["state"] is None  # plain text is no paper
+
+
+def test_the_fitted_state_is_saved_with_the_model():
+    nlp = spacy.blank("en")
+    member = fitted(nlp)
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    again = tfidf_expert(min_df=1, C=50.0)
+    again.initialize()
+    again.from_bytes(member.to_bytes())
+    assert numpy.allclose(again.predict(X), member.predict(X))
+
+
+def test_a_fitted_member_hands_device_arrays_to_a_device_model():
+    nlp = spacy.blank("en")
+    set_current_ops(NumpyOps())
+    member = fitted(nlp)
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    cpu = member.predict(X)
+    with device_ops() as ops:
+        on_device = tfidf_expert(min_df=1, C=50.0)
+        on_device.from_bytes(member.to_bytes())
+        X_device = ([d for d in X[0]], make_indices(ops, [doc_sentences(d)[1] for d in X[0]]))
+        out = on_device.predict(X_device)
+        assert is_device_array(out)
+        assert numpy.allclose(host(out), cpu)
+
+
+@pytest.mark.slow  # loads all-MiniLM-L6-v2 (installed package, offline)
+def test_the_embedding_member_fits_on_frozen_sentence_vectors():
+    from spacy_rhetoric.ml.fitted import embedding_expert
+
+    nlp = spacy.blank("en")
+    member = embedding_expert("sentence-transformers/all-MiniLM-L6-v2", C=100.0)
+    docs = [paper_doc(nlp, PAPER)]
+    fit_members([member], as_X(docs), [r[3] for r in PAPER], LABELS)
+    assert member.attrs["state"]["vectorizer"] is None
+    probs = member.predict(as_X([paper_doc(nlp, PAPER, labels=False)]))
+    assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER]
