@@ -58,7 +58,7 @@ def fitted(nlp, **kwargs):
     member = tfidf_expert(min_df=1, C=50.0, **kwargs)
     docs = [paper_doc(nlp, PAPER), paper_doc(nlp, PAPER)]  # the same text twice: used once
     counts = fit_members([member], as_X(docs), [r[3] for r in PAPER] * 2, LABELS)
-    assert counts == {"papers": 1, "sentences": len(PAPER), "labelled": len(PAPER)}
+    assert counts == {"tfidf_expert": {"docs": 1, "sentences": len(PAPER), "labelled": len(PAPER)}}
     return member
 
 
@@ -133,6 +133,32 @@ def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
     alone.initialize(X=paper)
     assert numpy.allclose(alone.predict(paper), [[0.2, 0.3, 0.5]] * len(PAPER))
     assert fitted_members(mixture) == [member]
+
+
+def test_a_member_of_the_other_docs_learns_from_and_speaks_on_abstracts_and_plain_text():
+    nlp = spacy.blank("en")
+    others = tfidf_expert(min_df=1, C=50.0, docs="others", use_sections=False)
+    papers = tfidf_expert(min_df=1, C=50.0)
+    abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."],
+                                  sections=["abstract"] * 3, labels=["background", "method", "result"])
+    paper = paper_doc(nlp, PAPER)
+    counts = fit_members([papers, others], as_X([abstract, paper]),
+                         ["background", "method", "result"] + [r[3] for r in PAPER], LABELS)
+    assert counts["tfidf_expert"] == {"docs": 1, "sentences": len(PAPER), "labelled": len(PAPER)}
+    assert counts["tfidf_expert_others"] == {"docs": 1, "sentences": 3, "labelled": 3}
+    assert len(others.attrs["state"]["vectorizer"]["vocabulary"]) < len(papers.attrs["state"]["vectorizer"]["vocabulary"])
+    plain = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."])
+    X = as_X([paper_doc(nlp, PAPER, labels=False), plain])
+    out = others.predict(X)
+    assert numpy.allclose(out[: len(PAPER)], 1.0 / 3)  # silent on the paper
+    assert [LABELS[i] for i in out[len(PAPER):].argmax(axis=1)] == ["background", "method", "result"]
+    # no section feature: the same abstract under "Abstract" or as plain text gets the same row
+    assert numpy.allclose(others.predict(as_X([abstract])), out[len(PAPER):])
+    network = constant([0.2, 0.3, 0.5])
+    mixture = experts([network, papers, others], [0.5, 0.25, 0.25], nO=3)
+    mixed = mixture.predict(X)
+    assert numpy.allclose(mixed[len(PAPER):], (2 * numpy.asarray([0.2, 0.3, 0.5]) + out[len(PAPER):]) / 3)
+    assert numpy.allclose(mixed[: len(PAPER)], (2 * numpy.asarray([0.2, 0.3, 0.5]) + papers.predict(X)[: len(PAPER)]) / 3)
 
 
 def test_fewer_than_two_labels_leave_the_member_unfitted():

@@ -148,10 +148,11 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
 
     nlp = train_nlp(**arch)
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
+    # v2: the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not
     n_fitted = 1 + ("minilm" in str(arch.get("embedding_model")).lower()) if "v2" in arch["@architectures"] and \
         "FullPaper" in arch["@architectures"] else 0
-    assert [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)] == \
-        [True] * n_fitted
+    fitted = [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)]
+    assert fitted == ([True] * n_fitted + [False] if n_fitted else [])
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
     assert in_results[0][0] == "result" and in_intro[1][0] == "background"
@@ -162,8 +163,7 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     nlp.to_disk(tmp_path / "nlp")
     loaded = spacy.load(tmp_path / "nlp")
     assert loaded.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
-    assert [m.attrs["state"] is not None for m in fitted_members(loaded.get_pipe(CLASSIFIER).model)] == \
-        [True] * n_fitted
+    assert [m.attrs["state"] is not None for m in fitted_members(loaded.get_pipe(CLASSIFIER).model)] == fitted
     again = predict(loaded, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     for (label, scores), (label2, scores2) in zip(in_results, again):
         assert label == label2

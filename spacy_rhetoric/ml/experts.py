@@ -50,7 +50,7 @@ from thinc.types import Floats2d, Ragged
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER, token_values
 from .devices import to_host, with_cpu_chain
-from .fitted import embedding_expert, is_fitted_member, tfidf_expert
+from .fitted import embedding_expert, is_fitted_member, speaks, tfidf_expert
 from .sections import _section_aware_model, section_aware_layers
 from .segments import is_paper, paper_rows, sections_of, segments_of  # noqa: F401 (is_paper: re-exported)
 from .sequence import _position_keys, crf_layer, emitters, ngram_counts
@@ -93,6 +93,19 @@ def _experts_init(model: Model, X=None, Y=None) -> None:
         member.initialize(X=X)
 
 
+def _member_weights(model: Model, member: Model, weight: float, papers_only: bool, X, papers, n_rows: int):
+    """A member's weight on each row at prediction, ``[n, 1]``: a fitted
+    member (ml/fitted.py) speaks where its own scope says (``fitted.speaks``)
+    and not at all before it is fitted; a papers-only member on the rows of
+    full papers outside the silent sections; the others everywhere."""
+    if is_fitted_member(member):
+        if member.attrs.get("state") is None:
+            return model.ops.alloc2f(n_rows, 1)
+        return model.ops.asarray2f((speaks(member, X) * weight).astype("f")[:, None])
+    row = model.ops.asarray2f(numpy.full((n_rows, 1), weight, dtype="f"))
+    return row * papers if papers_only else row
+
+
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
     # fitted members (ml/fitted.py) have nothing to learn: in training only the others run
     members = [(m, w, o) for m, w, o in zip(model.layers, model.attrs["weights"],
@@ -106,10 +119,7 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
         papers = None
     if not is_train:
         n_rows = outputs[0][0].shape[0]
-        # an unfitted member (no paper to learn from) is silent
-        weights = [model.ops.asarray2f(numpy.full((n_rows, 1), 0.0 if is_fitted_member(m) and
-                                                  m.attrs.get("state") is None else w, dtype="f"))
-                   * (papers if o else 1.0) for m, w, o in members]
+        weights = [_member_weights(model, m, w, o, X, papers, n_rows) for m, w, o in members]
         # a row no member speaks on (e.g. all the weight on a papers-only member, in an abstract): the
         # other members share it equally (all members when every one is papers-only)
         empty = (sum(weights) <= 0).astype("f")
@@ -321,6 +331,8 @@ def build_full_paper_sentence_classifier_v2(
     embedding_max_length: int = 128,
     class_weight: Optional[str] = "balanced",
     fitted_silent_sections: Sequence[str] = (),
+    abstract_weight: float = 0.3,
+    abstract_C: float = 1.0,
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The v3 section-aware network (arguments up to ``head_scale``, as v1)
@@ -331,9 +343,14 @@ def build_full_paper_sentence_classifier_v2(
     that sentence-transformers model (``embedding_*``); both with
     ``class_weight`` ("balanced" or null), learning from full papers only and
     silent in ``fitted_silent_sections`` of a paper and in abstracts and
-    plain text, which are the network's alone. At prediction the members'
-    probabilities are averaged with ``network_weight``, ``tfidf_weight``,
-    ``embedding_weight``; the back-matter rule on the mixture."""
+    plain text. Unless ``abstract_weight`` is 0, a third closed-form member,
+    a TF-IDF logistic regression (``abstract_C``) without the section
+    feature, learns from and speaks on the docs that are not full papers
+    (abstracts, plain text). At prediction the probabilities of the members
+    that speak on a sentence are averaged with ``network_weight``,
+    ``tfidf_weight``, ``embedding_weight`` and ``abstract_weight`` (on an
+    abstract: the network and the abstract member); the back-matter rule on
+    the mixture."""
     pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
                                hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
                                ngram_length, decode, head_scale)
@@ -347,7 +364,11 @@ def build_full_paper_sentence_classifier_v2(
         members.append(embedding_expert(embedding_model, neighbour_weight, embedding_C, class_weight,
                                         max_length=embedding_max_length, silent_sections=silent))
         weights.append(embedding_weight)
-    mixture = experts(members, weights, nO=nO, papers_only=[False] + [True] * (len(members) - 1),
-                      silent_sections=silent)
+    if abstract_weight > 0:
+        members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, abstract_C, class_weight,
+                                    docs="others", use_sections=False))
+        weights.append(abstract_weight)
+    # each fitted member speaks where its own scope says (fitted.speaks)
+    mixture = experts(members, weights, nO=nO)
     return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
                                 acknowledgements)

@@ -51,11 +51,12 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from ..extensions import HEADING
 from ..linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from ..section_headings import SENTENCE_SECTIONS, UNKNOWN, token_values
 from .devices import to_host
-from .segments import is_paper, paper_rows, sections_of
+from .segments import paper_rows, sections_of
 
 FITTED = "fitted"
 N_POSITION_BINS = 10
@@ -110,15 +111,17 @@ def heading_runs(X: Tuple[List[Doc], Ragged]) -> List[int]:
     return out
 
 
-def context_matrix(X: Tuple[List[Doc], Ragged]) -> numpy.ndarray:
+def context_matrix(X: Tuple[List[Doc], Ragged], sections: bool = True) -> numpy.ndarray:
     """``[n, N_CONTEXT]``: each sentence's section category (one-hot over
     ``SENTENCE_SECTIONS``), its relative position in its run of sentences
     under one heading (``heading_runs``) and in its doc
     (``N_POSITION_BINS`` buckets each) and its index in the run
-    (0 .. ``MAX_INDEX``, the last bucket for the rest)."""
-    sections = sections_of(X)
-    out = numpy.zeros((len(sections), N_CONTEXT), dtype="float32")
-    for i, name in enumerate(sections):
+    (0 .. ``MAX_INDEX``, the last bucket for the rest). ``sections=False``:
+    the section columns stay 0 (a member of abstracts and plain text, where
+    the section is "abstract" in training and "unknown" in plain text)."""
+    names = sections_of(X)
+    out = numpy.zeros((len(names), N_CONTEXT), dtype="float32")
+    for i, name in enumerate(names if sections else []):
         out[i, _SECTION_INDEX.get(name, _SECTION_INDEX[UNKNOWN])] = 1.0
     base = len(SENTENCE_SECTIONS)
     row = 0
@@ -153,7 +156,7 @@ def _tfidf_features(model: Model, X, vectorizer):
     weight = model.attrs["neighbour_weight"]
     T = vectorizer.transform(sentence_texts(X))
     prev, nxt = neighbour_rows(to_host(X[1].lengths).tolist())
-    return hstack([T, csr_matrix(context_matrix(X)), weight * _shifted(T, prev),
+    return hstack([T, csr_matrix(context_matrix(X, model.attrs["use_sections"])), weight * _shifted(T, prev),
                    weight * _shifted(T, nxt)]).tocsr()
 
 
@@ -181,39 +184,60 @@ def _embedding_features(model: Model, X, _unused=None) -> numpy.ndarray:
     weight = model.attrs["neighbour_weight"]
     prev, nxt = neighbour_rows(to_host(X[1].lengths).tolist())
     return numpy.hstack([vectors, weight * _shifted(vectors, prev), weight * _shifted(vectors, nxt),
-                         context_matrix(X)]).astype("float64")
+                         context_matrix(X, model.attrs["use_sections"])]).astype("float64")
 
 
 # ---------------------------------------------------------------- members
 
-def _fitted_member(name: str, kind: str, attrs: Dict[str, Any]) -> Model:
-    return Model(name, _fitted_forward, init=_fitted_init, dims={"nO": None},
-                 attrs={FITTED: True, "kind": kind, "state": None, **attrs})
+SCOPES = ("papers", "others")
+
+
+def _fitted_member(name: str, kind: str, attrs: Dict[str, Any], docs: str = "papers",
+                   use_sections: bool = True) -> Model:
+    if docs not in SCOPES:
+        raise RhetoricError(f"Unknown docs {docs!r} for a fitted member: use one of {SCOPES}")
+    return Model(name if docs == "papers" else f"{name}_{docs}", _fitted_forward, init=_fitted_init, dims={"nO": None},
+                 attrs={FITTED: True, "kind": kind, "state": None, "docs": docs,
+                        "use_sections": bool(use_sections), **attrs})
+
+
+def speaks(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool = False) -> numpy.ndarray:
+    """1.0 on the rows of ``X`` a fitted member learns from (``is_train``)
+    or speaks on: the sentences of full papers (``segments.is_paper``;
+    at prediction not those of its ``silent_sections``) for ``docs =
+    "papers"``, the others (abstracts, plain text) for ``"others"``."""
+    if model.attrs.get("docs", "papers") == "others":
+        return 1.0 - paper_rows(X)
+    return paper_rows(X, () if is_train else model.attrs.get("silent_sections", ()))
 
 
 def tfidf_expert(ngram_size: int = 2, min_df: int = 2, neighbour_weight: float = 0.5, C: float = 5.0,
                  class_weight: Optional[str] = "balanced", max_iter: int = 3000,
-                 silent_sections: Sequence[str] = ()) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                 silent_sections: Sequence[str] = (), docs: str = "papers",
+                 use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A closed-form member: TF-IDF (sublinear tf) 1..``ngram_size``-grams of
     the sentence and its neighbours + section + position ->
-    ``LogisticRegression(C, class_weight)`` (module docstring)."""
+    ``LogisticRegression(C, class_weight)`` (module docstring). ``docs``:
+    "papers" or "others" (:func:`speaks`); ``use_sections``: the section
+    one-hot is a feature."""
     return _fitted_member("tfidf_expert", "tfidf", {
         "ngram_size": int(ngram_size), "min_df": int(min_df), "neighbour_weight": float(neighbour_weight),
         "C": float(C), "class_weight": class_weight, "max_iter": int(max_iter),
-        "silent_sections": list(silent_sections)})
+        "silent_sections": list(silent_sections)}, docs=docs, use_sections=use_sections)
 
 
 def embedding_expert(model_name: str, neighbour_weight: float = 0.5, C: float = 1.0,
                      class_weight: Optional[str] = "balanced", max_iter: int = 3000, max_length: int = 128,
-                     batch_size: int = 64,
-                     silent_sections: Sequence[str] = ()) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                     batch_size: int = 64, silent_sections: Sequence[str] = (), docs: str = "papers",
+                     use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A closed-form member: frozen sentence vectors of ``model_name`` (a
     sentence-transformers model) of the sentence and its neighbours +
     section + position -> ``LogisticRegression(C, class_weight)``."""
     return _fitted_member("embedding_expert", "embedding", {
         "model_name": str(model_name), "neighbour_weight": float(neighbour_weight), "C": float(C),
         "class_weight": class_weight, "max_iter": int(max_iter), "max_length": int(max_length),
-        "batch_size": int(batch_size), "silent_sections": list(silent_sections)})
+        "batch_size": int(batch_size), "silent_sections": list(silent_sections)}, docs=docs,
+        use_sections=use_sections)
 
 
 def is_fitted_member(model: Model) -> bool:
@@ -279,7 +303,7 @@ def _fitted_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -
     n_out = len(labels) or (model.get_dim("nO") if model.has_dim("nO") else 1)
     out = numpy.full((n_rows, n_out), 1.0 / n_out, dtype="float32")
     if state is not None and n_rows:
-        speak = paper_rows(X, model.attrs.get("silent_sections", ())) > 0
+        speak = speaks(model, X) > 0
         if speak.any():
             sub, rows = _subset(X, speak)
             vectorizer, classifier = _predictors(model)
@@ -295,33 +319,36 @@ def _fitted_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -
 
 
 def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Sequence[Optional[str]],
-                labels: Sequence[str]) -> Dict[str, int]:
+                labels: Sequence[str]) -> Dict[str, Dict[str, int]]:
     """Fit each fitted member on the sentence rows of ``X`` (reference docs
-    and their gold sentences) whose doc is a full paper (each distinct text
-    once); ``gold``: per row its gold label (the sentence's first label, as
-    the readers store it; None: unlabelled, context only; a label not in
-    ``labels`` is left out). A member with fewer than two labels to learn
-    is left unfitted (silent). Returns counts."""
+    and their gold sentences) of the docs it learns from (:func:`speaks`:
+    full papers, or the others), each distinct text once; ``gold``: per row
+    its gold label (the sentence's first label, as the readers store it;
+    None: unlabelled, context only; a label not in ``labels`` is left out).
+    A member with fewer than two labels to learn is left unfitted (silent).
+    Returns counts per member name."""
     from sklearn.linear_model import LogisticRegression
 
     docs, indices = X
     lengths = to_host(indices.lengths).tolist()
-    sections = sections_of(X)
-    keep, seen, row, n_papers = numpy.zeros(len(gold), dtype=bool), set(), 0, 0
-    for doc, n in zip(docs, lengths):
-        if n and is_paper(sections[row : row + n]) and doc.text not in seen:
-            seen.add(doc.text)
-            keep[row : row + n] = True
-            n_papers += 1
-        row += n
-    sub, _ = _subset(X, keep)
-    sub_gold = [g for g, k in zip(gold, keep) if k]
+    papers = paper_rows(X) > 0
     known = set(labels)
-    pick = [i for i, g in enumerate(sub_gold) if g in known]
-    y = [sub_gold[i] for i in pick]
-    counts = {"papers": n_papers, "sentences": len(sub_gold), "labelled": len(pick)}
+    out = {}
     for member in members:
         member.attrs["state"] = None
+        want_papers = member.attrs.get("docs", "papers") == "papers"
+        keep, seen, row, n_docs = numpy.zeros(len(gold), dtype=bool), set(), 0, 0
+        for doc, n in zip(docs, lengths):
+            if n and bool(papers[row]) == want_papers and doc.text not in seen:
+                seen.add(doc.text)
+                keep[row : row + n] = True
+                n_docs += 1
+            row += n
+        sub, _ = _subset(X, keep)
+        sub_gold = [g for g, k in zip(gold, keep) if k]
+        pick = [i for i, g in enumerate(sub_gold) if g in known]
+        y = [sub_gold[i] for i in pick]
+        out[member.name] = {"docs": n_docs, "sentences": len(sub_gold), "labelled": len(pick)}
         if len(set(y)) < 2:
             continue
         params = {"C": member.attrs["C"], "max_iter": member.attrs["max_iter"],
@@ -340,4 +367,4 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
         classifier = LogisticRegression(**params).fit(features[pick], y)
         member.attrs["state"] = {"labels": list(labels), "vectorizer": vec_state,
                                  "classifier": logreg_to_dict(classifier, params)}
-    return counts
+    return out
