@@ -30,7 +30,10 @@ this classifier: not trained on MuLMS, so the same model for every fold);
 ``benchmarks/run_fullpaper_cv.sh`` (``<cv-dir>/<fold>/model/model-last``,
 trained on CSAbstruct train + the other folds' papers); ``--cv-before``: the
 same for an earlier classifier (its own rows); each also with the sections
-hidden (``no sections``: plain text).
+hidden (``no sections``: plain text); ``--member-rows``: for a
+``FullPaperSentenceClassifier.v2`` in ``--cv-dir``, each member alone and
+the mixtures of ``MEMBER_MIXTURES`` (the same trained models, their
+``experts`` weights set at prediction).
 
     python benchmarks/bench_fullpaper.py --data ../shared/data --cv-dir training/fullpaper_cv \\
         --demo-pipeline training/old_demo_pipeline --out benchmarks/results/fullpaper_cv.json
@@ -152,9 +155,10 @@ def sklearn_rows(train, test, *, heading: bool, position: bool, neighbours: bool
 
 # ---------------------------------------------------------------- pipelines
 
-def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List[Optional[str]]]:
+def pipeline_scores(nlp, docs, *, hide_sections: bool = False) -> List[List[Dict[str, float]]]:
     """Run ``nlp`` over copies of the papers that carry their headings and
-    (unless ``hide_sections``) sections but no labels; one label per sentence."""
+    (unless ``hide_sections``) sections but no labels; the label scores of
+    each sentence."""
     from spacy_rhetoric.extensions import GOLD_LABELS, LABEL, SCORES, SECTION, clear_field, get_span_value
 
     copies = []
@@ -169,7 +173,45 @@ def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List
     out = []
     with nlp.select_pipes(disable=skip):
         for doc in nlp.pipe(copies, batch_size=4):
-            out.append([get_span_value(s, "label") for s in doc.sents if s.text.strip()])
+            out.append([get_span_value(s, "scores") or {} for s in doc.sents if s.text.strip()])
+    return out
+
+
+def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List[Optional[str]]]:
+    """One label per sentence (``pipeline_scores``' best; None without scores)."""
+    return [[max(scores, key=scores.get) if scores else None for scores in doc_scores]
+            for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections)]
+
+
+# Mixtures scored with --member-rows: (name, weight per member of FullPaperSentenceClassifier.v2 on papers:
+# network, TF-IDF, MiniLM). One trained model per fold gives every row: each member's probabilities once.
+MEMBER_MIXTURES = (
+    ("network alone", (1, 0, 0)), ("TF-IDF member alone", (0, 1, 0)), ("MiniLM member alone", (0, 0, 1)),
+    ("network + TF-IDF 0.3 / 0.7", (0.3, 0.7, 0)), ("network + MiniLM 0.5 / 0.5", (0.5, 0, 0.5)),
+    ("TF-IDF + MiniLM 0.6 / 0.4", (0, 0.6, 0.4)), ("all three 0.3 / 0.4 / 0.3", (0.3, 0.4, 0.3)),
+    ("all three 0.35 / 0.35 / 0.3", (0.35, 0.35, 0.3)), ("all three 0.25 / 0.45 / 0.3", (0.25, 0.45, 0.3)),
+    ("all three 0.3 / 0.3 / 0.4", (0.3, 0.3, 0.4)),
+)
+
+
+def member_probabilities(nlp, docs) -> Optional[List[numpy.ndarray]]:
+    """Each paper member's ``[n_sentences, n_labels]`` probabilities (labels
+    in the pipe's order) over ``docs``, by setting the ``experts`` layer's
+    weights to one member at a time; None without such a layer."""
+    clf = nlp.get_pipe("rhetoric_function_classifier")
+    nodes = [n for n in clf.model.walk() if n.name == "experts"]
+    if not nodes:
+        return None
+    node, labels = nodes[0], list(clf.labels)
+    saved = list(node.attrs["weights"])
+    out = []
+    try:
+        for i in range(min(3, len(node.layers))):
+            node.attrs["weights"] = [1.0 if j == i else 0.0 for j in range(len(node.layers))]
+            out.append(numpy.asarray([[scores.get(label, 0.0) for label in labels]
+                                      for doc_scores in pipeline_scores(nlp, docs) for scores in doc_scores]))
+    finally:
+        node.attrs["weights"] = saved
     return out
 
 
@@ -222,6 +264,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cv-before", type=Path, default=None,
                         help="per-fold models of an earlier classifier, same layout as --cv-dir (its own rows)")
     parser.add_argument("--demo-pipeline", type=Path, default=None)
+    parser.add_argument("--member-rows", action="store_true",
+                        help="--cv-dir models with experts: each member alone and the MEMBER_MIXTURES rows")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -289,6 +333,20 @@ def main(argv=None) -> int:
                                                             hide_sections=hide) for p in preds]
 
             run(name + (" (no sections)" if hide else ""), cv_fold)
+
+    if args.member_rows and args.cv_dir:
+        models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in FOLDS}
+        probs = {}
+        for fold in FOLDS:
+            test_docs = [docs[i] for i, d in enumerate(docs) if get_doc_value(d, "fold") == fold]
+            probs[fold] = member_probabilities(models[fold], test_docs)
+        for name, weights in MEMBER_MIXTURES:
+            def mixture(fold, train, test, test_docs, weights=weights):
+                labels = list(models[fold].get_pipe("rhetoric_function_classifier").labels)
+                mixed = sum(w * p for w, p in zip(weights, probs[fold]))
+                return [labels[int(k)] for k in mixed.argmax(axis=1)]
+
+            run(f"members: {name}", mixture)
 
     report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": time.time() - started,
               "papers": len(docs), "scored": sum(r["scored"] for r in rows),

@@ -23,7 +23,14 @@ member its block. So each member minimises its own negative log-likelihood,
 and the mixture is only formed at prediction time (the pipe counts the blocks
 from the output's width, a multiple of the number of labels).
 
-``lexical_expert``: hashed features of each sentence -> ``SparseLinear`` ->
+``FullPaperSentenceClassifier.v2`` keeps the network and replaces the SGD
+lexical expert with closed-form members fitted by scikit-learn when the pipe
+is initialized (``ml/fitted.py``): a TF-IDF and a frozen-MiniLM logistic
+regression on full papers, and a TF-IDF one on abstracts and plain text.
+The layer leaves them out of the training output (they have no loss) and
+averages in, on each row, the members that speak there.
+
+``lexical_expert`` (v1): hashed features of each sentence -> ``SparseLinear`` ->
 softmax. Features (all keys hashed into one table, each group L2-normalised
 as TF-IDF rows are): the sentence's 1..``ngram_size``-grams (``LOWER``,
 counts); the same of the previous and of the next sentence of the doc, tagged
@@ -331,7 +338,7 @@ def build_full_paper_sentence_classifier_v2(
     embedding_max_length: int = 128,
     class_weight: Optional[str] = "balanced",
     fitted_silent_sections: Sequence[str] = (),
-    abstract_weight: float = 0.3,
+    abstract_weight: float = 0.0,
     abstract_C: float = 1.0,
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
@@ -343,7 +350,8 @@ def build_full_paper_sentence_classifier_v2(
     that sentence-transformers model (``embedding_*``); both with
     ``class_weight`` ("balanced" or null), learning from full papers only and
     silent in ``fitted_silent_sections`` of a paper and in abstracts and
-    plain text. Unless ``abstract_weight`` is 0, a third closed-form member,
+    plain text. With ``abstract_weight > 0`` (default 0, as in the models
+    trained before it existed), a third closed-form member,
     a TF-IDF logistic regression (``abstract_C``) without the section
     feature, learns from and speaks on the docs that are not full papers
     (abstracts, plain text). At prediction the probabilities of the members
