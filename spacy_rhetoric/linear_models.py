@@ -11,6 +11,7 @@ column order) and idf; the classifier's classes, coefficients and
 intercepts. Options that only matter while fitting (``min_df``, ``max_df``,
 ``max_features``) are dropped when rebuilding, since the vocabulary is fixed.
 """
+import re
 from typing import Any, Dict, Optional
 
 import numpy
@@ -18,24 +19,38 @@ import numpy
 from .errors import RhetoricError
 
 FIT_ONLY = ("min_df", "max_df", "max_features")
+_DIGIT = re.compile(r"\d")
 
 
-def _vectorizer_options(params: Dict[str, Any]) -> Dict[str, Any]:
-    out = {k: v for k, v in params.items() if k not in FIT_ONLY}
+def digits_to_zero(text: str) -> str:
+    """Lower-case ``text`` with every digit written 0 ("45.2 %" -> "00.0 %"),
+    so that numbers of one shape share a TF-IDF term."""
+    return _DIGIT.sub("0", text.lower())
+
+
+def _sklearn_options(params: Dict[str, Any]) -> Dict[str, Any]:
+    """``TfidfVectorizer`` keyword arguments of our stored ``params``: the
+    JSON forms made Python again (``ngram_range`` a tuple;
+    ``normalize_digits: true`` -> ``preprocessor=digits_to_zero``)."""
+    out = {k: v for k, v in params.items() if k != "normalize_digits"}
     if "ngram_range" in out:
         out["ngram_range"] = tuple(out["ngram_range"])
+    if params.get("normalize_digits"):
+        out["preprocessor"] = digits_to_zero
     return out
 
 
+def _vectorizer_options(params: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in _sklearn_options(params).items() if k not in FIT_ONLY}
+
+
 def new_tfidf(params: Dict[str, Any]):
-    """An unfitted ``TfidfVectorizer`` with ``params`` (``ngram_range`` may
-    be a list, as JSON gives it back)."""
+    """An unfitted ``TfidfVectorizer`` with ``params``: its own keyword
+    arguments in their JSON form (``ngram_range`` may be a list) and
+    ``normalize_digits`` (``digits_to_zero`` as the preprocessor)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    params = dict(params)
-    if "ngram_range" in params:
-        params["ngram_range"] = tuple(params["ngram_range"])
-    return TfidfVectorizer(**params)
+    return TfidfVectorizer(**_sklearn_options(params))
 
 
 def tfidf_to_dict(vectorizer, params: Dict[str, Any], decimals: Optional[int] = None) -> Dict[str, Any]:

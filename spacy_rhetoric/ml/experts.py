@@ -340,6 +340,7 @@ def build_full_paper_sentence_classifier_v2(
     fitted_silent_sections: Sequence[str] = (),
     abstract_weight: float = 0.0,
     abstract_C: float = 1.0,
+    normalize_digits: bool = False,
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The v3 section-aware network (arguments up to ``head_scale``, as v1)
@@ -358,7 +359,9 @@ def build_full_paper_sentence_classifier_v2(
     that speak on a sentence are averaged with ``network_weight``,
     ``tfidf_weight``, ``embedding_weight`` and ``abstract_weight`` (on an
     abstract: the network and the abstract member); the back-matter rule on
-    the mixture."""
+    the mixture. ``normalize_digits``: the TF-IDF members read every digit
+    as 0 (``fitted.tfidf_expert``; default off, as in the models trained
+    before it existed)."""
     pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
                                hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
                                ngram_length, decode, head_scale)
@@ -366,7 +369,7 @@ def build_full_paper_sentence_classifier_v2(
     silent = list(fitted_silent_sections)
     if tfidf_weight > 0:
         members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, tfidf_C, class_weight,
-                                    silent_sections=silent))
+                                    silent_sections=silent, normalize_digits=normalize_digits))
         weights.append(tfidf_weight)
     if embedding_model and embedding_weight > 0:
         members.append(embedding_expert(embedding_model, neighbour_weight, embedding_C, class_weight,
@@ -374,7 +377,7 @@ def build_full_paper_sentence_classifier_v2(
         weights.append(embedding_weight)
     if abstract_weight > 0:
         members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, abstract_C, class_weight,
-                                    docs="others", use_sections=False))
+                                    docs="others", use_sections=False, normalize_digits=normalize_digits))
         weights.append(abstract_weight)
     # each fitted member speaks where its own scope says (fitted.speaks)
     mixture = experts(members, weights, nO=nO)

@@ -213,17 +213,20 @@ def speaks(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool = False) ->
 
 def tfidf_expert(ngram_size: int = 2, min_df: int = 2, neighbour_weight: float = 0.5, C: float = 5.0,
                  class_weight: Optional[str] = "balanced", max_iter: int = 3000,
-                 silent_sections: Sequence[str] = (), docs: str = "papers",
-                 use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                 silent_sections: Sequence[str] = (), docs: str = "papers", use_sections: bool = True,
+                 normalize_digits: bool = False) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A closed-form member: TF-IDF (sublinear tf) 1..``ngram_size``-grams of
     the sentence and its neighbours + section + position ->
     ``LogisticRegression(C, class_weight)`` (module docstring). ``docs``:
     "papers" or "others" (:func:`speaks`); ``use_sections``: the section
-    one-hot is a feature."""
+    one-hot is a feature; ``normalize_digits``: every digit reads 0 and
+    one-character tokens count ("0.0 %" of "2.5 %"), so numbers of a shape
+    share a term (``linear_models.digits_to_zero``)."""
     return _fitted_member("tfidf_expert", "tfidf", {
         "ngram_size": int(ngram_size), "min_df": int(min_df), "neighbour_weight": float(neighbour_weight),
         "C": float(C), "class_weight": class_weight, "max_iter": int(max_iter),
-        "silent_sections": list(silent_sections)}, docs=docs, use_sections=use_sections)
+        "silent_sections": list(silent_sections), "normalize_digits": bool(normalize_digits)},
+        docs=docs, use_sections=use_sections)
 
 
 def embedding_expert(model_name: str, neighbour_weight: float = 0.5, C: float = 1.0,
@@ -357,6 +360,8 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
         if member.attrs["kind"] == "tfidf":
             vec_params = {"ngram_range": [1, member.attrs["ngram_size"]], "min_df": member.attrs["min_df"],
                           "sublinear_tf": True}
+            if member.attrs.get("normalize_digits"):
+                vec_params.update({"normalize_digits": True, "token_pattern": r"(?u)\b\w+\b"})
             try:
                 vectorizer = new_tfidf(vec_params).fit(sentence_texts(sub))
             except ValueError:  # no term in min_df docs: too little text to fit

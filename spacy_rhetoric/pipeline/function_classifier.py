@@ -333,12 +333,13 @@ class FunctionClassifier(SentencePipe):
             self.cfg["class_weights"] = weights if isinstance(power, list) else weights[0]
         self._fit_closed_form(get_examples)
 
-    def _fit_closed_form(self, get_examples: Callable[[], Iterable[Example]]) -> None:
-        """Fit the model's closed-form members (``ml/fitted.py``), if any, on
-        every gold sentence of ``get_examples()``: the reference docs, whose
-        sections are the true ones (a training corpus may drop sections from
-        the predicted side)."""
-        members = fitted_members(self.model)
+    def _fit_closed_form(self, get_examples: Callable[[], Iterable[Example]],
+                         members: Optional[Sequence[Model]] = None) -> None:
+        """Fit the model's closed-form members (``ml/fitted.py``; or
+        ``members`` of them), if any, on every gold sentence of
+        ``get_examples()``: the reference docs, whose sections are the true
+        ones (a training corpus may drop sections from the predicted side)."""
+        members = fitted_members(self.model) if members is None else list(members)
         if not members:
             return
         docs, offsets, gold = [], [], []
