@@ -206,3 +206,17 @@ def test_the_embedding_member_fits_on_frozen_sentence_vectors():
     assert member.attrs["state"]["vectorizer"] is None
     probs = member.predict(as_X([paper_doc(nlp, PAPER, labels=False)]))
     assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER]
+    # learn_from="all": it also learns from the abstract, its features doubled (a copy 0 outside papers)
+    both = embedding_expert("sentence-transformers/all-MiniLM-L6-v2", C=100.0, learn_from="all")
+    abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a parser."], sections=["abstract"] * 2,
+                                  labels=["background", "method"])
+    counts = fit_members([both], as_X([abstract, paper_doc(nlp, PAPER)]),
+                         ["background", "method"] + [r[3] for r in PAPER], LABELS)
+    assert counts["embedding_expert"] == {"docs": 2, "sentences": len(PAPER) + 2, "labelled": len(PAPER) + 2}
+    width = len(both.attrs["state"]["classifier"]["coef"][0])
+    assert width == 2 * len(member.attrs["state"]["classifier"]["coef"][0])
+    out = both.predict(as_X([abstract, paper_doc(nlp, PAPER, labels=False)]))
+    assert numpy.allclose(out[:2], 1.0 / 3)  # still silent outside papers
+    assert [LABELS[i] for i in out[2:].argmax(axis=1)] == [r[3] for r in PAPER]
+    with pytest.raises(ValueError):
+        embedding_expert("sentence-transformers/all-MiniLM-L6-v2", learn_from="others")

@@ -341,6 +341,7 @@ def build_full_paper_sentence_classifier_v2(
     abstract_weight: float = 0.0,
     abstract_C: float = 1.0,
     normalize_digits: bool = False,
+    embedding_learn_from: str = "papers",
     nO: Optional[int] = None,
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The v3 section-aware network (arguments up to ``head_scale``, as v1)
@@ -361,7 +362,9 @@ def build_full_paper_sentence_classifier_v2(
     abstract: the network and the abstract member); the back-matter rule on
     the mixture. ``normalize_digits``: the TF-IDF members read every digit
     as 0 (``fitted.tfidf_expert``; default off, as in the models trained
-    before it existed)."""
+    before it existed). ``embedding_learn_from``: "papers", or "all": the
+    MiniLM member also learns from the abstracts (``fitted.embedding_expert``),
+    still speaking on papers only."""
     pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
                                hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
                                ngram_length, decode, head_scale)
@@ -373,7 +376,8 @@ def build_full_paper_sentence_classifier_v2(
         weights.append(tfidf_weight)
     if embedding_model and embedding_weight > 0:
         members.append(embedding_expert(embedding_model, neighbour_weight, embedding_C, class_weight,
-                                        max_length=embedding_max_length, silent_sections=silent))
+                                        max_length=embedding_max_length, silent_sections=silent,
+                                        learn_from=embedding_learn_from))
         weights.append(embedding_weight)
     if abstract_weight > 0:
         members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, abstract_C, class_weight,

@@ -193,12 +193,14 @@ SCOPES = ("papers", "others")
 
 
 def _fitted_member(name: str, kind: str, attrs: Dict[str, Any], docs: str = "papers",
-                   use_sections: bool = True) -> Model:
+                   use_sections: bool = True, learn_from: Optional[str] = None) -> Model:
     if docs not in SCOPES:
         raise RhetoricError(f"Unknown docs {docs!r} for a fitted member: use one of {SCOPES}")
+    if learn_from not in (None, docs, "all"):
+        raise RhetoricError(f"Unknown learn_from {learn_from!r} for a fitted member: use {docs!r} or 'all'")
     return Model(name if docs == "papers" else f"{name}_{docs}", _fitted_forward, init=_fitted_init, dims={"nO": None},
                  attrs={FITTED: True, "kind": kind, "state": None, "docs": docs,
-                        "use_sections": bool(use_sections), **attrs})
+                        "learn_from": learn_from or docs, "use_sections": bool(use_sections), **attrs})
 
 
 def speaks(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool = False) -> numpy.ndarray:
@@ -232,15 +234,20 @@ def tfidf_expert(ngram_size: int = 2, min_df: int = 2, neighbour_weight: float =
 def embedding_expert(model_name: str, neighbour_weight: float = 0.5, C: float = 1.0,
                      class_weight: Optional[str] = "balanced", max_iter: int = 3000, max_length: int = 128,
                      batch_size: int = 64, silent_sections: Sequence[str] = (), docs: str = "papers",
-                     use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                     use_sections: bool = True,
+                     learn_from: Optional[str] = None) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A closed-form member: frozen sentence vectors of ``model_name`` (a
     sentence-transformers model) of the sentence and its neighbours +
-    section + position -> ``LogisticRegression(C, class_weight)``."""
+    section + position -> ``LogisticRegression(C, class_weight)``.
+    ``learn_from = "all"``: it learns from every doc (e.g. the abstracts
+    beside the papers), its features doubled with a copy that is 0 outside
+    ``docs`` (what the two kinds of doc share, and what is their own), and
+    still speaks on ``docs`` only."""
     return _fitted_member("embedding_expert", "embedding", {
         "model_name": str(model_name), "neighbour_weight": float(neighbour_weight), "C": float(C),
         "class_weight": class_weight, "max_iter": int(max_iter), "max_length": int(max_length),
         "batch_size": int(batch_size), "silent_sections": list(silent_sections)}, docs=docs,
-        use_sections=use_sections)
+        use_sections=use_sections, learn_from=learn_from)
 
 
 def is_fitted_member(model: Model) -> bool:
@@ -273,9 +280,16 @@ def _predictors(model: Model):
 
 
 def _features(model: Model, X, vectorizer):
-    if model.attrs["kind"] == "tfidf":
-        return _tfidf_features(model, X, vectorizer)
-    return _embedding_features(model, X)
+    features = _tfidf_features(model, X, vectorizer) if model.attrs["kind"] == "tfidf" else \
+        _embedding_features(model, X)
+    if model.attrs.get("learn_from", model.attrs["docs"]) != "all":
+        return features
+    own = speaks(model, X, is_train=True)[:, None]  # 1 on the member's own docs
+    if hasattr(features, "multiply"):
+        from scipy.sparse import hstack
+
+        return hstack([features, features.multiply(own)]).tocsr()
+    return numpy.hstack([features, features * own])
 
 
 def _subset(X: Tuple[List[Doc], Ragged], keep: numpy.ndarray):
@@ -340,9 +354,10 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
     for member in members:
         member.attrs["state"] = None
         want_papers = member.attrs.get("docs", "papers") == "papers"
+        learn_all = member.attrs.get("learn_from") == "all"
         keep, seen, row, n_docs = numpy.zeros(len(gold), dtype=bool), set(), 0, 0
         for doc, n in zip(docs, lengths):
-            if n and bool(papers[row]) == want_papers and doc.text not in seen:
+            if n and (learn_all or bool(papers[row]) == want_papers) and doc.text not in seen:
                 seen.add(doc.text)
                 keep[row : row + n] = True
                 n_docs += 1
