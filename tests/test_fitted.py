@@ -161,6 +161,20 @@ def test_a_member_of_the_other_docs_learns_from_and_speaks_on_abstracts_and_plai
     assert numpy.allclose(mixed[: len(PAPER)], (2 * numpy.asarray([0.2, 0.3, 0.5]) + papers.predict(X)[: len(PAPER)]) / 3)
 
 
+def test_a_refit_member_predicts_with_its_new_state():
+    nlp = spacy.blank("en")
+    member = fitted(nlp)
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    before = member.predict(X)
+    flipped = {"background": "result", "method": "background", "result": "method"}
+    for _ in range(3):  # a freed state's id() may come back: the cache must not mistake it
+        fit_members([member], as_X([paper_doc(nlp, PAPER)]), [flipped[r[3]] for r in PAPER], LABELS)
+        after = member.predict(X)
+        assert [LABELS[i] for i in after.argmax(axis=1)] == [flipped[r[3]] for r in PAPER]
+        fit_members([member], as_X([paper_doc(nlp, PAPER)]), [r[3] for r in PAPER], LABELS)
+        assert numpy.allclose(member.predict(X), before)
+
+
 def test_fewer_than_two_labels_leave_the_member_unfitted():
     nlp = spacy.blank("en")
     member = tfidf_expert(min_df=1)

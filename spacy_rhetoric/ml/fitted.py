@@ -263,7 +263,9 @@ def _fitted_init(model: Model, X=None, Y=None) -> None:
     """Nothing to allocate: the member is fitted by :func:`fit_members`."""
 
 
-_RUNTIME: Dict[int, Tuple[int, Any, Any]] = {}
+# model.id -> (the state dict itself, its vectorizer, its classifier): holding the dict keeps the check
+# "same state" an identity test (an id() of a freed dict could come back for a new one)
+_RUNTIME: Dict[int, Tuple[Dict[str, Any], Any, Any]] = {}
 
 
 def _predictors(model: Model):
@@ -271,11 +273,11 @@ def _predictors(model: Model):
     state, rebuilt once per state."""
     state = model.attrs["state"]
     cached = _RUNTIME.get(model.id)
-    if cached is not None and cached[0] == id(state):
+    if cached is not None and cached[0] is state:
         return cached[1], cached[2]
     vectorizer = tfidf_from_dict(state["vectorizer"]) if state.get("vectorizer") else None
     classifier = logreg_from_dict(state["classifier"])
-    _RUNTIME[model.id] = (id(state), vectorizer, classifier)
+    _RUNTIME[model.id] = (state, vectorizer, classifier)
     return vectorizer, classifier
 
 
