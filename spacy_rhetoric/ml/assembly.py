@@ -50,6 +50,23 @@ ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "head_scale": (float, 1.0),
     "segments": (str, "sections"),
     "positions": (str, "sections"),
+    # the full-paper mixture's members (``experts.build_full_paper_sentence_classifier_v2``, ``fitted``)
+    "network_weight": (float, 0.3),
+    "tfidf_weight": (float, 0.4),
+    "embedding_weight": (float, 0.3),
+    "tfidf_ngram_size": (int, 2),
+    "tfidf_min_df": (int, 2),
+    "tfidf_C": (float, 5.0),
+    "neighbour_weight": (float, 0.5),
+    "embedding_model": (Optional[str], "sentence-transformers/all-MiniLM-L6-v2"),
+    "embedding_C": (float, 1.0),
+    "embedding_max_length": (int, 128),
+    "class_weight": (Optional[str], "balanced"),
+    "fitted_silent_sections": (Sequence[str], ()),
+    "abstract_weight": (float, 0.0),
+    "abstract_C": (float, 1.0),
+    "normalize_digits": (bool, False),
+    "embedding_learn_from": (str, "papers"),
     # the encoder's output
     "projection_width": (Optional[int], 256),
     "nO": (Optional[int], None),
@@ -58,6 +75,10 @@ CONTEXT_TRUNK = ("tok2vec", "pooling", "width", "encoder", "depth", "window_size
 SECTION_ARGUMENTS = ("hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
                     "acknowledgements")
 SEQUENCE_HEAD = ("ngram_size", "ngram_length", "decode", "head_scale")
+FITTED_MEMBERS = ("network_weight", "tfidf_weight", "embedding_weight", "tfidf_ngram_size", "tfidf_min_df", "tfidf_C",
+                  "neighbour_weight", "embedding_model", "embedding_C", "embedding_max_length", "class_weight",
+                  "fitted_silent_sections", "abstract_weight", "abstract_C", "normalize_digits",
+                  "embedding_learn_from")
 
 
 def architecture(*names: str, **defaults: Any) -> Callable[[Callable[..., Model]], Callable[..., SentenceModel]]:

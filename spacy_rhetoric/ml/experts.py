@@ -56,6 +56,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER, token_values
+from .assembly import CONTEXT_TRUNK, FITTED_MEMBERS, SEQUENCE_HEAD, architecture
 from .devices import to_host, with_cpu_chain
 from .fitted import embedding_expert, is_fitted_member, speaks, tfidf_expert
 from .sections import _section_aware_model, section_aware_layers
@@ -307,42 +308,18 @@ def build_full_paper_sentence_classifier(
 
 
 @registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v2")
+@architecture(*CONTEXT_TRUNK, "hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
+              "acknowledgements", *SEQUENCE_HEAD, *FITTED_MEMBERS, "nO", pooling="mean+max", section_scale=5.0,
+              acknowledgements=True)
 def build_full_paper_sentence_classifier_v2(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    pooling: str = "mean+max",
-    width: int = 128,
-    encoder: str = "cnn",
-    depth: int = 2,
-    window_size: int = 1,
-    maxout_pieces: int = 3,
-    dropout: float = 0.1,
-    hidden_size: int = 0,
-    use_sections: bool = True,
-    forced_sections: Sequence[str] = (BACK_MATTER,),
-    forced_label: str = OTHER,
-    section_scale: float = 5.0,
-    acknowledgements: bool = True,
-    ngram_size: int = 2,
-    ngram_length: int = 2 ** 18,
-    decode: str = "marginal",
-    head_scale: float = 1.0,
-    network_weight: float = 0.3,
-    tfidf_weight: float = 0.4,
-    embedding_weight: float = 0.3,
-    tfidf_ngram_size: int = 2,
-    tfidf_min_df: int = 2,
-    tfidf_C: float = 5.0,
-    neighbour_weight: float = 0.5,
-    embedding_model: Optional[str] = "sentence-transformers/all-MiniLM-L6-v2",
-    embedding_C: float = 1.0,
-    embedding_max_length: int = 128,
-    class_weight: Optional[str] = "balanced",
-    fitted_silent_sections: Sequence[str] = (),
-    abstract_weight: float = 0.0,
-    abstract_C: float = 1.0,
-    normalize_digits: bool = False,
-    embedding_learn_from: str = "papers",
-    nO: Optional[int] = None,
+    tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int, maxout_pieces: int,
+    dropout: float, hidden_size: int, use_sections: bool, forced_sections: Sequence[str], forced_label: str,
+    section_scale: float, acknowledgements: bool, ngram_size: int, ngram_length: int, decode: str,
+    head_scale: float, network_weight: float, tfidf_weight: float, embedding_weight: float, tfidf_ngram_size: int,
+    tfidf_min_df: int, tfidf_C: float, neighbour_weight: float, embedding_model: Optional[str], embedding_C: float,
+    embedding_max_length: int, class_weight: Optional[str], fitted_silent_sections: Sequence[str],
+    abstract_weight: float, abstract_C: float, normalize_digits: bool, embedding_learn_from: str,
+    nO: Optional[int],
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The v3 section-aware network (arguments up to ``head_scale``, as v1)
     and two closed-form members fitted by scikit-learn when the pipe is
