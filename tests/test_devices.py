@@ -392,6 +392,11 @@ PIPES = [
                                           **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})),
     ("rhetoric_sentence_encoder", dict(ARCHITECTURES["ContextSentenceEncoder.v1"],
                                        **{"@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1"})),
+    # the full-paper mixture: these plain docs are no papers, so the abstracts' closed-form member is fitted
+    # (scikit-learn, at initialize) and averaged with the network on the device
+    ("rhetoric_function_classifier", dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
+                                          **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v2",
+                                             "embedding_model": None, "abstract_weight": 0.3, "tfidf_min_df": 1})),
 ]
 
 
@@ -413,7 +418,7 @@ def _train_and_predict(factory, model):
     return losses[factory], host(nlp.get_pipe(factory).predict(docs))
 
 
-@pytest.mark.parametrize("factory,model", PIPES, ids=["sequence", "sections_v3", "context_encoder"])
+@pytest.mark.parametrize("factory,model", PIPES, ids=["sequence", "sections_v3", "context_encoder", "full_paper_v2"])
 def test_pipe_trains_and_predicts_on_simulated_device(factory, model):
     """initialize, two updates (loss, optimizer) and predict of the whole
     component on the simulated device give the CPU run's loss and outputs."""
