@@ -91,7 +91,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.sentence_windows.v1 = spacy_rhetoric.ml.span_getters:configure_sentence_windows",
     ],
     "spacy_batchers": [
-        "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.training.batchers:pk_batcher",
+        "spacy_rhetoric.pk_batcher.v1 = spacy_rhetoric.batching.batchers:pk_batcher",
     ],
     "spacy_callbacks": [
         "spacy_rhetoric.initialize_frozen.v1 = spacy_rhetoric.ml.transformer:make_initialize_frozen",

@@ -11,9 +11,9 @@ from helpers import entry_point_names, resolve_config
 from spacy.training import Example
 from spacy.util import registry
 
+from spacy_rhetoric.batching.batchers import AMBIGUOUS, PKBatcher, example_label
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.readers.corpora import sentence_examples
-from spacy_rhetoric.training.batchers import AMBIGUOUS, PKBatcher, example_label
 
 # label -> number of items; "e" has fewer than K=4 items
 SIZES = {"a": 10, "b": 7, "c": 5, "d": 12, "e": 2}

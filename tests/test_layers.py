@@ -17,7 +17,7 @@ LAYERS = [
     ("models", {"ml", "losses", "citret"}),
     ("evaluation", {"evaluation"}),
     ("pipeline", {"pipeline"}),
-    ("training", {"training", "pretrain"}),
+    ("training", {"batching", "pretrain"}),
     ("apps", {"apps", "search", "corpus_builder", "jobs"}),
     ("cli", {"cli", "__main__"}),
 ]

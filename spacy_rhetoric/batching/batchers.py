@@ -44,7 +44,6 @@ Randomness comes from one ``random.Random(seed)`` owned by the batcher: two
 batchers with the same seed and the same input yield the same batches, and
 successive calls (epochs) of one batcher continue the same random stream.
 """
-from ..errors import RhetoricError
 import logging
 import math
 import random
@@ -55,6 +54,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
+from ..errors import RhetoricError
 from ..extensions import LABEL, labelled_spans
 
 logger = logging.getLogger(__name__)
