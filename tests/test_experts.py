@@ -102,7 +102,7 @@ def test_lexical_features_tag_neighbours_and_add_section_position_heading():
 
 
 def test_a_papers_only_member_learns_from_and_speaks_on_full_papers_only():
-    from spacy_rhetoric.ml.experts import is_paper, paper_rows
+    from spacy_rhetoric.ml.segments import is_paper, paper_rows
 
     assert is_paper(["abstract", "introduction"]) and is_paper(["abstract", "unknown"])
     assert not is_paper(["abstract", "abstract"]) and not is_paper(["unknown"]) and not is_paper([])

@@ -60,7 +60,7 @@ from .assembly import CONTEXT_TRUNK, FITTED_MEMBERS, SEQUENCE_HEAD, architecture
 from .devices import to_host, with_cpu_chain
 from .fitted import embedding_expert, is_fitted_member, speaks, tfidf_expert
 from .sections import _section_aware_model, section_aware_layers
-from .segments import is_paper, paper_rows, sections_of, segments_of  # noqa: F401 (is_paper: re-exported)
+from .segments import paper_rows, sections_of, segments_of
 from .sequence import _position_keys, crf_layer, emitters, ngram_counts
 
 PREV_TAG = numpy.uint64(hash_string("__prev"))

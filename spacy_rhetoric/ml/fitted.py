@@ -56,7 +56,7 @@ from ..extensions import HEADING
 from ..linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from ..section_headings import SENTENCE_SECTIONS, UNKNOWN, token_values
 from .devices import to_host
-from .segments import paper_rows, sections_of
+from .segments import SentenceBatch, paper_rows, sections_of
 
 FITTED = "fitted"
 N_POSITION_BINS = 10
@@ -295,9 +295,11 @@ def _features(model: Model, X, vectorizer):
 
 
 def _subset(X: Tuple[List[Doc], Ragged], keep: numpy.ndarray):
-    """The docs and sentence rows of ``X`` where ``keep`` is set, as a new
-    ``(docs, indices)``, and the kept rows' positions. A doc is kept whole
-    or not at all (``paper_rows`` speaks per doc, or per section)."""
+    """The docs of ``X`` with a row where ``keep`` is set, whole (their
+    neighbours and positions need every sentence), as a new batch, and per
+    such doc (first row, sentences, kept sentences). The section names the
+    batch has read already (``segments.SentenceBatch``) go with it, so the
+    features do not read them from the docs again."""
     from thinc.api import NumpyOps
 
     from .pooling import make_indices
@@ -312,7 +314,9 @@ def _subset(X: Tuple[List[Doc], Ragged], keep: numpy.ndarray):
             out_offsets.append([tuple(offsets[row + i]) for i in range(n)])
             rows.append((row, n, kept))
         row += n
-    return (out_docs, make_indices(NumpyOps(), out_offsets)), rows
+    read = getattr(X, "sections", None) or {}
+    sections = {flag: [names[r + i] for r, n, _ in rows for i in range(n)] for flag, names in read.items()}
+    return SentenceBatch(out_docs, make_indices(NumpyOps(), out_offsets), sections), rows
 
 
 def _fitted_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
