@@ -54,6 +54,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.SectionAwareSentenceClassifier.v3 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier_v3",
         "spacy_rhetoric.FullPaperSentenceClassifier.v1 = spacy_rhetoric.ml.experts:build_full_paper_sentence_classifier",
         "spacy_rhetoric.FullPaperSentenceClassifier.v2 = spacy_rhetoric.ml.experts:build_full_paper_sentence_classifier_v2",
+        "spacy_rhetoric.FullPaperSentenceClassifier.v3 = spacy_rhetoric.ml.experts:build_full_paper_sentence_classifier_v3",
         "spacy_rhetoric.SentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_sentence_encoder",
         "spacy_rhetoric.ContextSentenceEncoder.v1 = spacy_rhetoric.ml.encoder:build_context_sentence_encoder",
         "spacy_rhetoric.ChunkedTransformerModel.v1 = spacy_rhetoric.ml.transformer:ChunkedTransformerModel",

@@ -31,7 +31,7 @@ this classifier: not trained on MuLMS, so the same model for every fold);
 trained on CSAbstruct train + the other folds' papers); ``--cv-before``: the
 same for an earlier classifier (its own rows); each also with the sections
 hidden (``no sections``: plain text); ``--member-rows``: for a
-``FullPaperSentenceClassifier.v2`` in ``--cv-dir``, each member alone and
+``FullPaperSentenceClassifier.v2`` or ``.v3`` in ``--cv-dir``, each member alone and
 the mixtures of ``MEMBER_MIXTURES`` (the same trained models, their
 ``experts`` weights set at prediction).
 
@@ -183,33 +183,53 @@ def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List
             for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections)]
 
 
-# Mixtures scored with --member-rows: (name, weight per member of FullPaperSentenceClassifier.v2 on papers:
-# network, TF-IDF, MiniLM). One trained model per fold gives every row: each member's probabilities once.
+# Mixtures scored with --member-rows: (name, weight per member of the full-paper classifier on papers, by name:
+# the network, the TF-IDF, MiniLM-vector and fine-tuned members). A row naming a member the models do not have is
+# left out. One trained model per fold gives every row: each member's probabilities once.
+NETWORK, TFIDF, MINILM, FINETUNED = "network", "tfidf_expert", "embedding_expert", "finetuned_expert"
+
+
+def _mix(*pairs):
+    return dict(zip(pairs[::2], pairs[1::2]))
+
+
 MEMBER_MIXTURES = (
-    ("network alone", (1, 0, 0)), ("TF-IDF member alone", (0, 1, 0)), ("MiniLM member alone", (0, 0, 1)),
-    ("network + TF-IDF 0.3 / 0.7", (0.3, 0.7, 0)), ("network + MiniLM 0.5 / 0.5", (0.5, 0, 0.5)),
-    ("TF-IDF + MiniLM 0.6 / 0.4", (0, 0.6, 0.4)), ("all three 0.3 / 0.4 / 0.3", (0.3, 0.4, 0.3)),
-    ("all three 0.35 / 0.35 / 0.3", (0.35, 0.35, 0.3)), ("all three 0.25 / 0.45 / 0.3", (0.25, 0.45, 0.3)),
-    ("all three 0.3 / 0.3 / 0.4", (0.3, 0.3, 0.4)),
+    ("network alone", _mix(NETWORK, 1)), ("TF-IDF member alone", _mix(TFIDF, 1)),
+    ("MiniLM member alone", _mix(MINILM, 1)), ("fine-tuned member alone", _mix(FINETUNED, 1)),
+    ("network + TF-IDF 0.3 / 0.7", _mix(NETWORK, 0.3, TFIDF, 0.7)),
+    ("TF-IDF + MiniLM 0.6 / 0.4", _mix(TFIDF, 0.6, MINILM, 0.4)),
+    ("v2: network + TF-IDF + MiniLM 0.3 / 0.4 / 0.3", _mix(NETWORK, 0.3, TFIDF, 0.4, MINILM, 0.3)),
+    ("four 0.2 / 0.4 / 0.1 / 0.3", _mix(NETWORK, 0.2, TFIDF, 0.4, MINILM, 0.1, FINETUNED, 0.3)),
+    ("four 0.2 / 0.3 / 0.1 / 0.4", _mix(NETWORK, 0.2, TFIDF, 0.3, MINILM, 0.1, FINETUNED, 0.4)),
+    ("four 0.25 / 0.35 / 0.15 / 0.25", _mix(NETWORK, 0.25, TFIDF, 0.35, MINILM, 0.15, FINETUNED, 0.25)),
+    ("network + TF-IDF + fine-tuned 0.2 / 0.4 / 0.4", _mix(NETWORK, 0.2, TFIDF, 0.4, FINETUNED, 0.4)),
+    ("network + TF-IDF + fine-tuned 0.3 / 0.4 / 0.3", _mix(NETWORK, 0.3, TFIDF, 0.4, FINETUNED, 0.3)),
+    ("network + TF-IDF + fine-tuned 0.1 / 0.5 / 0.4", _mix(NETWORK, 0.1, TFIDF, 0.5, FINETUNED, 0.4)),
+    ("TF-IDF + fine-tuned 0.5 / 0.5", _mix(TFIDF, 0.5, FINETUNED, 0.5)),
 )
 
 
-def member_probabilities(nlp, docs) -> Optional[List[numpy.ndarray]]:
+def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
     """Each paper member's ``[n_sentences, n_labels]`` probabilities (labels
-    in the pipe's order) over ``docs``, by setting the ``experts`` layer's
-    weights to one member at a time; None without such a layer."""
+    in the pipe's order) over ``docs``, by member name (the first member:
+    ``NETWORK``; the members of abstracts left out), by setting the
+    ``experts`` layer's weights to one member at a time; None without such
+    a layer."""
     clf = nlp.get_pipe("rhetoric_function_classifier")
     nodes = [n for n in clf.model.walk() if n.name == "experts"]
     if not nodes:
         return None
     node, labels = nodes[0], list(clf.labels)
     saved = list(node.attrs["weights"])
-    out = []
+    out = {}
     try:
-        for i in range(min(3, len(node.layers))):
+        for i, member in enumerate(node.layers):
+            if member.attrs.get("docs") == "others":
+                continue
             node.attrs["weights"] = [1.0 if j == i else 0.0 for j in range(len(node.layers))]
-            out.append(numpy.asarray([[scores.get(label, 0.0) for label in labels]
-                                      for doc_scores in pipeline_scores(nlp, docs) for scores in doc_scores]))
+            out[NETWORK if i == 0 else member.name] = numpy.asarray(
+                [[scores.get(label, 0.0) for label in labels]
+                 for doc_scores in pipeline_scores(nlp, docs) for scores in doc_scores])
     finally:
         node.attrs["weights"] = saved
     return out
@@ -340,10 +360,13 @@ def main(argv=None) -> int:
         for fold in FOLDS:
             test_docs = [docs[i] for i, d in enumerate(docs) if get_doc_value(d, "fold") == fold]
             probs[fold] = member_probabilities(models[fold], test_docs)
+        have = set.intersection(*(set(p) for p in probs.values()))
         for name, weights in MEMBER_MIXTURES:
+            if set(weights) - have:
+                continue  # a member these models do not have
             def mixture(fold, train, test, test_docs, weights=weights):
                 labels = list(models[fold].get_pipe("rhetoric_function_classifier").labels)
-                mixed = sum(w * p for w, p in zip(weights, probs[fold]))
+                mixed = sum(w * probs[fold][member] for member, w in weights.items())
                 return [labels[int(k)] for k in mixed.argmax(axis=1)]
 
             run(f"members: {name}", mixture)

@@ -1,6 +1,6 @@
 """Refit the closed-form members of saved full-paper classifiers
-(``FullPaperSentenceClassifier.v2``, ``ml/fitted.py``) with other settings,
-keeping the trained network as it is.
+(``FullPaperSentenceClassifier.v2`` and ``.v3``: ``ml/fitted.py``, ``ml/finetuned.py``) with
+other settings, keeping the trained network as it is.
 
 The fitted members take no part in training (the network's loss, its random
 numbers and its steps are the same with or without them) and are fitted after
@@ -22,6 +22,20 @@ import sys
 from pathlib import Path
 
 FOLDS = ("train1", "train2", "train3", "train4", "train5")
+
+
+def member_settings(member, settings):
+    """The architecture settings that are ``member``'s attributes: the same
+    names, or for the fine-tuned member (``FullPaperSentenceClassifier.v3``)
+    the names after ``finetuned_`` (``finetuned_frozen_layers`` ->
+    ``frozen_layers``)."""
+    out = {}
+    for key, value in settings.items():
+        name = key[len("finetuned_"):] if member.attrs.get("kind") == "finetuned" and \
+            key.startswith("finetuned_") else key
+        if name in member.attrs:
+            out[name] = value
+    return out
 
 
 def main(argv=None) -> int:
@@ -49,7 +63,7 @@ def main(argv=None) -> int:
         pipe = nlp.get_pipe("rhetoric_function_classifier")
         members = [m for m in fitted_members(pipe.model) if args.members is None or m.name in args.members]
         for member in members:
-            member.attrs.update({k: v for k, v in settings.items() if k in member.attrs})
+            member.attrs.update(member_settings(member, settings))
         corpus = SectionLabelCorpus(args.cv_dir / fold / "train.spacy")
         pipe._fit_closed_form(lambda: corpus(nlp), members)
         target = args.output_dir / fold / "model" / "model-last"

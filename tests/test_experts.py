@@ -177,3 +177,19 @@ def test_lexical_section_dropout_hides_the_section_in_training_only():
     assert section not in set(keys.tolist()) and not tagged & set(keys.tolist()) and plain <= set(keys.tolist())
     (keys, _, _), _ = layer(X, is_train=False)
     assert section in set(keys.tolist()) and tagged <= set(keys.tolist())
+
+
+def test_a_fitted_member_weighed_zero_is_not_run_at_prediction():
+    from spacy_rhetoric.ml.fitted import FITTED
+
+    def boom(model, X, is_train):
+        raise AssertionError("a member weighed 0 was run")
+
+    nlp = spacy.blank("en")
+    paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["method", "results"])
+    X = ([paper], make_indices(NumpyOps(), [doc_sentences(paper)[1]]))
+    fitted = Model("fitted", boom, attrs={FITTED: True, "docs": "papers"})
+    model = experts([constant([0.8, 0.2], "a"), fitted], [1.0, 0.0], nO=2)
+    assert numpy.allclose(model.predict(X), [[0.8, 0.2]] * 2)
+    with pytest.raises(AssertionError):
+        experts([constant([0.8, 0.2], "a"), fitted], [0.5, 0.5], nO=2).predict(X)

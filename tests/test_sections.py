@@ -131,14 +131,18 @@ FULL = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier
                    "section_scale": 1.0, "acknowledgements": False})
 FULL2 = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v2", "section_scale": 1.0,
                     "acknowledgements": False, "tfidf_min_df": 1, "embedding_model": None, "abstract_weight": 0.3})
+# v3: + the fine-tuned MiniLM member (two top layers, a few passes over the tiny papers)
+FULL3 = dict(FULL2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3", "finetuned_weight": 0.3,
+                       "finetuned_frozen_layers": 4, "finetuned_epochs": 10.0, "finetuned_batch_size": 4,
+                       "finetuned_learn_rate": 0.0005, "finetuned_max_length": 48})
 
 
 @pytest.mark.slow  # trains 60 steps
 @pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs"), V3,
                                   dict(V3, ngram_size=0), FULL, dict(FULL, heading_words=True, lexical_weight=0.8),
-                                  FULL2, dict(FULL2, embedding_model="sentence-transformers/all-MiniLM-L6-v2")],
+                                  FULL2, dict(FULL2, embedding_model="sentence-transformers/all-MiniLM-L6-v2"), FULL3],
                          ids=["v1", "v2", "v2-viterbi", "v2-docs", "v3", "v3-no-ngrams", "full-paper",
-                              "full-paper-headings", "full-paper-v2", "full-paper-v2-minilm"])
+                              "full-paper-headings", "full-paper-v2", "full-paper-v2-minilm", "full-paper-v3"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
@@ -148,12 +152,13 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
 
     nlp = train_nlp(**arch)
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
-    # v2: the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not
+    # v2: the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not;
+    # v3: + the fine-tuned member, last
     name = arch.get("@architectures", "")
     n_fitted = 1 + ("minilm" in str(arch.get("embedding_model")).lower()) if "FullPaper" in name and \
-        name.endswith("v2") else 0
+        name[-2:] in ("v2", "v3") else 0
     fitted = [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)]
-    assert fitted == ([True] * n_fitted + [False] if n_fitted else [])
+    assert fitted == ([True] * n_fitted + [False] if n_fitted else []) + ([True] if name.endswith("v3") else [])
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
     assert in_results[0][0] == "result" and in_intro[1][0] == "background"

@@ -67,6 +67,14 @@ ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "abstract_C": (float, 1.0),
     "normalize_digits": (bool, False),
     "embedding_learn_from": (str, "papers"),
+    # the fine-tuned member (``finetuned``; ``FullPaperSentenceClassifier.v3``)
+    "finetuned_weight": (float, 0.3),
+    "finetuned_model": (Optional[str], "sentence-transformers/all-MiniLM-L6-v2"),
+    "finetuned_epochs": (float, 1.0),
+    "finetuned_frozen_layers": (int, 2),
+    "finetuned_learn_rate": (float, 8e-5),
+    "finetuned_batch_size": (int, 16),
+    "finetuned_max_length": (int, 128),
     # the encoder's output
     "projection_width": (Optional[int], 256),
     "nO": (Optional[int], None),
@@ -79,6 +87,8 @@ FITTED_MEMBERS = ("network_weight", "tfidf_weight", "embedding_weight", "tfidf_n
                   "neighbour_weight", "embedding_model", "embedding_C", "embedding_max_length", "class_weight",
                   "fitted_silent_sections", "abstract_weight", "abstract_C", "normalize_digits",
                   "embedding_learn_from")
+FINETUNED_MEMBER = ("finetuned_weight", "finetuned_model", "finetuned_epochs", "finetuned_frozen_layers",
+                    "finetuned_learn_rate", "finetuned_batch_size", "finetuned_max_length")
 
 
 def architecture(*names: str, **defaults: Any) -> Callable[[Callable[..., Model]], Callable[..., SentenceModel]]:

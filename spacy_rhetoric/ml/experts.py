@@ -56,9 +56,9 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER, token_values
-from .assembly import CONTEXT_TRUNK, FITTED_MEMBERS, SEQUENCE_HEAD, architecture
+from .assembly import CONTEXT_TRUNK, FINETUNED_MEMBER, FITTED_MEMBERS, SEQUENCE_HEAD, architecture
 from .devices import to_host, with_cpu_chain
-from .fitted import embedding_expert, is_fitted_member, speaks, tfidf_expert
+from .fitted import embedding_expert, finetuned_expert, is_fitted_member, speaks, tfidf_expert
 from .sections import _section_aware_model, section_aware_layers
 from .segments import paper_rows, sections_of, segments_of
 from .sequence import _position_keys, crf_layer, emitters, ngram_counts
@@ -119,6 +119,12 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
     members = [(m, w, o) for m, w, o in zip(model.layers, model.attrs["weights"],
                                               model.attrs.get("papers_only") or [False] * len(model.layers))
                if not (is_train and is_fitted_member(m))]
+    if not is_train:
+        # a fitted member weighed 0 (e.g. one set aside by a benchmark) adds nothing to the average and is no
+        # fallback (below): not run, as long as a fallback member is left
+        kept = [(m, w, o) for m, w, o in members if w > 0 or not is_fitted_member(m)]
+        if any(not o and not is_fitted_member(m) for m, _, o in kept):
+            members = kept
     outputs = [member(X, is_train) for member, _, _ in members]
     only = [o for _, _, o in members]
     if any(only):
@@ -342,6 +348,16 @@ def build_full_paper_sentence_classifier_v2(
     before it existed). ``embedding_learn_from``: "papers", or "all": the
     MiniLM member also learns from the abstracts (``fitted.embedding_expert``),
     still speaking on papers only."""
+    return _full_paper_v2(**locals())
+
+
+def _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,
+                   use_sections, forced_sections, forced_label, section_scale, acknowledgements, ngram_size,
+                   ngram_length, decode, head_scale, network_weight, tfidf_weight, embedding_weight, tfidf_ngram_size,
+                   tfidf_min_df, tfidf_C, neighbour_weight, embedding_model, embedding_C, embedding_max_length,
+                   class_weight, fitted_silent_sections, abstract_weight, abstract_C, normalize_digits,
+                   embedding_learn_from, nO, finetuned: Optional[Model] = None, finetuned_weight: float = 0.0):
+    """The mixture of v2 (and of v3, with its ``finetuned`` member last)."""
     pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
                                hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
                                ngram_length, decode, head_scale)
@@ -360,7 +376,48 @@ def build_full_paper_sentence_classifier_v2(
         members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, abstract_C, class_weight,
                                     docs="others", use_sections=False, normalize_digits=normalize_digits))
         weights.append(abstract_weight)
+    if finetuned is not None and finetuned_weight > 0:
+        members.append(finetuned)
+        weights.append(finetuned_weight)
     # each fitted member speaks where its own scope says (fitted.speaks)
     mixture = experts(members, weights, nO=nO)
     return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
                                 acknowledgements)
+
+
+@registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v3")
+@architecture(*CONTEXT_TRUNK, "hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
+              "acknowledgements", *SEQUENCE_HEAD, *FITTED_MEMBERS, *FINETUNED_MEMBER, "nO", pooling="mean+max",
+              section_scale=5.0, acknowledgements=True)
+def build_full_paper_sentence_classifier_v3(
+    tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int, maxout_pieces: int,
+    dropout: float, hidden_size: int, use_sections: bool, forced_sections: Sequence[str], forced_label: str,
+    section_scale: float, acknowledgements: bool, ngram_size: int, ngram_length: int, decode: str,
+    head_scale: float, network_weight: float, tfidf_weight: float, embedding_weight: float, tfidf_ngram_size: int,
+    tfidf_min_df: int, tfidf_C: float, neighbour_weight: float, embedding_model: Optional[str], embedding_C: float,
+    embedding_max_length: int, class_weight: Optional[str], fitted_silent_sections: Sequence[str],
+    abstract_weight: float, abstract_C: float, normalize_digits: bool, embedding_learn_from: str,
+    finetuned_weight: float, finetuned_model: Optional[str], finetuned_epochs: float, finetuned_frozen_layers: int,
+    finetuned_learn_rate: float, finetuned_batch_size: int, finetuned_max_length: int, nO: Optional[int],
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """v2 and a fourth member on full papers, ``fitted.finetuned_expert``
+    (``ml/finetuned.py``): the top layers of ``finetuned_model`` (the bottom
+    ``finetuned_frozen_layers`` frozen) fine-tuned at initialize on the
+    papers' sentences paired with their heading and neighbours, for
+    ``finetuned_epochs`` passes (``finetuned_learn_rate``,
+    ``finetuned_batch_size``, pairs of ``finetuned_max_length`` word pieces),
+    weighted ``finetuned_weight`` in the average (0, or a null model: v2).
+    Silent in abstracts and plain text, like v2's paper members."""
+    finetuned = None
+    if finetuned_model and finetuned_weight > 0:
+        finetuned = finetuned_expert(finetuned_model, epochs=finetuned_epochs, learn_rate=finetuned_learn_rate,
+                                     batch_size=finetuned_batch_size, max_length=finetuned_max_length,
+                                     frozen_layers=finetuned_frozen_layers,
+                                     silent_sections=list(fitted_silent_sections))
+    return _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,
+                          use_sections, forced_sections, forced_label, section_scale, acknowledgements, ngram_size,
+                          ngram_length, decode, head_scale, network_weight, tfidf_weight, embedding_weight,
+                          tfidf_ngram_size, tfidf_min_df, tfidf_C, neighbour_weight, embedding_model, embedding_C,
+                          embedding_max_length, class_weight, fitted_silent_sections, abstract_weight, abstract_C,
+                          normalize_digits, embedding_learn_from, nO, finetuned=finetuned,
+                          finetuned_weight=finetuned_weight)

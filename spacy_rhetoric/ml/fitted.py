@@ -250,6 +250,22 @@ def embedding_expert(model_name: str, neighbour_weight: float = 0.5, C: float = 
         use_sections=use_sections, learn_from=learn_from)
 
 
+def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
+                     batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 150,
+                     class_weight_power: float = 0.5, seed: int = 0, silent_sections: Sequence[str] = (),
+                     docs: str = "papers", use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """A member fine-tuned at initialize, not fitted in closed form: the top
+    layers of the Hugging Face encoder ``model_name`` over the sentence
+    paired with its heading and neighbours, beside section + position ->
+    linear -> softmax (``ml/finetuned.py``)."""
+    from .finetuned import finetuned_settings
+
+    return _fitted_member("finetuned_expert", "finetuned", {
+        **finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length, frozen_layers,
+                             context_chars, class_weight_power, seed),
+        "silent_sections": list(silent_sections)}, docs=docs, use_sections=use_sections)
+
+
 def is_fitted_member(model: Model) -> bool:
     return bool(model.attrs.get(FITTED))
 
@@ -329,9 +345,16 @@ def _fitted_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -
         speak = speaks(model, X) > 0
         if speak.any():
             sub, rows = _subset(X, speak)
-            vectorizer, classifier = _predictors(model)
-            probs = classifier.predict_proba(_features(model, sub, vectorizer))
-            columns = [labels.index(c) for c in classifier.classes_]
+            if model.attrs["kind"] == "finetuned":
+                from .finetuned import predict_finetuned
+
+                probs, classes = predict_finetuned(model, sub, sentence_texts(sub),
+                                                   context_matrix(sub, model.attrs["use_sections"]))
+            else:
+                vectorizer, classifier = _predictors(model)
+                probs = classifier.predict_proba(_features(model, sub, vectorizer))
+                classes = classifier.classes_
+            columns = [labels.index(c) for c in classes]
             start = 0
             for row, n, kept in rows:
                 block = numpy.zeros((n, n_out), dtype="float32")
@@ -374,6 +397,12 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
         y = [sub_gold[i] for i in pick]
         out[member.name] = {"docs": n_docs, "sentences": len(sub_gold), "labelled": len(pick)}
         if len(set(y)) < 2:
+            continue
+        if member.attrs["kind"] == "finetuned":
+            from .finetuned import fit_finetuned
+
+            member.attrs["state"] = fit_finetuned(member.attrs, sub, sentence_texts(sub),
+                                                  context_matrix(sub, member.attrs["use_sections"]), pick, y, labels)
             continue
         params = {"C": member.attrs["C"], "max_iter": member.attrs["max_iter"],
                   "class_weight": member.attrs["class_weight"]}

@@ -1,0 +1,270 @@
+"""A member of the full-paper mixture (``ml/experts.py``) that fine-tunes the
+top layers of a Hugging Face encoder (all-MiniLM-L6-v2 by default) on the
+sentences of the full papers when the pipe is initialized, where the
+closed-form members of ``ml/fitted.py`` are fitted.
+
+Why. On the MuLMS-AZ folds (``benchmarks/bench_fullpaper.py``) a logistic
+regression over *frozen* MiniLM vectors was the weakest member (0.678
+single-zone accuracy alone); the same encoder fine-tuned on the sentence
+with its heading and neighbours read it better than every other member
+(benchmarks/README.md "A fine-tuned member"). Fine-tuning needs gradients
+through the encoder, which the closed-form members do not have, and the
+network member's tok2vec is trained for thousands of ``spacy train`` steps
+over whole docs, far too long for a transformer on a CPU; fitting it once,
+like the other members, on the reference sentences at initialize costs a
+few CPU minutes.
+
+What it reads: each sentence as a pair of texts, the sentence itself and
+"heading | end of the previous sentence | start of the next one"
+(``context_chars`` characters of each; the heading is
+``sent._.rhetoric_heading``, else the section category), truncated to
+``max_length`` word pieces. The mean of the top layer's hidden states over
+the pair, beside ``fitted.context_matrix`` (section one-hot, positions), goes
+through a linear layer and a softmax.
+
+How it learns: the word embeddings and the bottom ``frozen_layers`` layers
+stay as they are, so their outputs are computed once per sentence
+(inference mode) and cached; the top layers and the linear layer are
+trained with AdamW (``learn_rate`` and ``head_learn_rate``, linear warm-up
+over the first 10 % of the steps and linear decay), ``epochs`` passes in
+batches of ``batch_size`` sentences drawn by a seeded generator, by the
+project's one torch loop (``ml.training_loop.train_loop``, with its progress
+bar), weighted cross-entropy (class weights ``count ** -class_weight_power``,
+normalised to mean 1 over the sentences). Nothing here is pickled: the
+trained tensors (the top layers and the linear layer) are stored as
+safetensors bytes in the member's state, with the base model's name and
+the settings; at prediction the base model is loaded offline
+(``util.resolve_hf_model``) and the tensors put back in.
+
+The member is a fitted member (``fitted.FITTED``): the ``experts`` layer
+leaves it out of ``spacy train``'s updates and averages it in at prediction
+where it speaks (``fitted.speaks``); it runs on ``util.torch_device()``, the
+device of spaCy's current ops, and hands its probabilities to the model's.
+"""
+from typing import Any, Dict, List, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Doc
+from thinc.types import Ragged
+
+from ..errors import RhetoricError
+from ..extensions import HEADING
+from ..section_headings import token_values
+from .devices import to_host
+from .segments import sections_of
+
+KIND = "finetuned"
+SEPARATOR = " | "
+
+
+def pair_texts(X: Tuple[List[Doc], Ragged], texts: Sequence[str], context_chars: int, use_sections: bool = True
+               ) -> List[str]:
+    """Per sentence row of ``X`` (``texts``: their texts), the context text
+    of its pair: "heading | end of the previous sentence | start of the next"
+    (module docstring; without ``use_sections`` the heading is left out)."""
+    docs, indices = X
+    names = sections_of(X)
+    offsets = to_host(indices.dataXd).tolist()
+    contexts, row = [], 0
+    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
+        headings = token_values(doc, HEADING) if n and use_sections else []
+        for i in range(n):
+            start = int(offsets[row + i][0])
+            heading = (headings[start] if start < len(headings) else None) or (names[row + i] if use_sections else "")
+            prev = texts[row + i - 1][-context_chars:] if i > 0 else ""
+            nxt = texts[row + i + 1][:context_chars] if i + 1 < n else ""
+            contexts.append(SEPARATOR.join([str(heading or ""), prev, nxt]))
+        row += n
+    return contexts
+
+
+class FinetunedEncoder:
+    """The base encoder, its tokenizer and the trained linear layer, on one
+    torch device; the bottom layers are run apart from the top ones."""
+
+    def __init__(self, model_name: str, frozen_layers: int, n_context: int, n_labels: int, max_length: int):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        from ..util import resolve_hf_model, torch_device
+
+        path = resolve_hf_model(model_name)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.encoder = AutoModel.from_pretrained(path)
+        layers = self.encoder.encoder.layer
+        if not 0 <= int(frozen_layers) < len(layers):
+            raise RhetoricError(f"frozen_layers must be in 0..{len(layers) - 1} for {model_name} "
+                                f"({len(layers)} layers), got {frozen_layers}")
+        self.frozen = int(frozen_layers)
+        self.max_length = int(max_length)
+        width = self.encoder.config.hidden_size
+        self.head = torch.nn.Linear(width + n_context, n_labels)
+        self.device = torch_device()
+        self.encoder.to(self.device).eval()
+        self.head.to(self.device)
+        for param in self.encoder.parameters():
+            param.requires_grad = False
+        for param in self.trainable().parameters():
+            param.requires_grad = True
+
+    def trainable(self):
+        """The modules that learn: the top layers and the linear layer."""
+        import torch
+
+        return torch.nn.ModuleDict({"top": torch.nn.ModuleList(self.encoder.encoder.layer[self.frozen:]),
+                                    "head": self.head})
+
+    def bottom(self, texts: Sequence[str], contexts: Sequence[str], batch_size: int = 64) -> List[Any]:
+        """Per pair, the hidden states after the frozen layers over its word
+        pieces (``[length, width]``, float16 on the CPU: a cache)."""
+        import torch
+
+        out: List[Any] = []
+        with torch.no_grad():
+            for start in range(0, len(texts), batch_size):
+                x = self.tokenizer(list(texts[start : start + batch_size]), list(contexts[start : start + batch_size]),
+                                   truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+                x = {k: v.to(self.device) for k, v in x.items()}
+                hidden = self.encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
+                mask = self._mask(x["attention_mask"])
+                for layer in self.encoder.encoder.layer[: self.frozen]:
+                    hidden = layer(hidden, attention_mask=mask)[0]
+                lengths = x["attention_mask"].sum(1).tolist()
+                out.extend(hidden[i, : int(n)].to("cpu", torch.float16) for i, n in enumerate(lengths))
+        return out
+
+    def _mask(self, attention_mask):
+        return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
+
+    def top(self, cached: Sequence[Any], context):
+        """Logits of a batch: the cached bottom states through the top
+        layers, mean-pooled, beside ``context`` (``[n, n_context]``)."""
+        import torch
+
+        length = max(int(c.shape[0]) for c in cached)
+        hidden = torch.zeros(len(cached), length, cached[0].shape[1], device=self.device)
+        mask = torch.zeros(len(cached), length, dtype=torch.long, device=self.device)
+        for i, c in enumerate(cached):
+            hidden[i, : c.shape[0]] = c.to(self.device, torch.float32)
+            mask[i, : c.shape[0]] = 1
+        extended = self._mask(mask)
+        for layer in self.encoder.encoder.layer[self.frozen:]:
+            hidden = layer(hidden, attention_mask=extended)[0]
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return self.head(torch.cat([pooled, torch.as_tensor(context, dtype=pooled.dtype, device=self.device)], 1))
+
+    def tensors(self) -> bytes:
+        """The trained tensors as safetensors bytes."""
+        from safetensors.torch import save
+
+        return save({k: v.detach().to("cpu").contiguous() for k, v in self.trainable().state_dict().items()})
+
+    def load_tensors(self, data: bytes) -> None:
+        from safetensors.torch import load
+
+        tensors = load(bytes(data))
+        expected = set(self.trainable().state_dict())
+        if set(tensors) != expected:
+            raise RhetoricError("the fine-tuned member's stored tensors do not fit its base model "
+                                f"({len(set(tensors) ^ expected)} names differ): was it saved with another model?")
+        self.trainable().load_state_dict(tensors)
+
+    def predict(self, texts, contexts, context, batch_size: int = 64) -> numpy.ndarray:
+        import torch
+
+        self.encoder.eval()
+        cached = self.bottom(texts, contexts, batch_size)
+        out = []
+        with torch.no_grad():
+            for start in range(0, len(cached), batch_size):
+                logits = self.top(cached[start : start + batch_size], context[start : start + batch_size])
+                out.append(torch.softmax(logits, -1).to("cpu", torch.float32).numpy())
+        return numpy.concatenate(out) if out else numpy.zeros((0, self.head.out_features), dtype="float32")
+
+
+def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
+                       head_learn_rate: float = 1e-3, batch_size: int = 16, max_length: int = 128,
+                       frozen_layers: int = 2, context_chars: int = 150, class_weight_power: float = 0.5,
+                       seed: int = 0) -> Dict[str, Any]:
+    """The member's settings (module docstring), checked."""
+    if epochs <= 0 or batch_size < 1 or max_length < 8 or context_chars < 0:
+        raise RhetoricError("a fine-tuned member needs epochs > 0, batch_size >= 1, max_length >= 8 and "
+                            f"context_chars >= 0 (got {epochs}, {batch_size}, {max_length}, {context_chars})")
+    return {"model_name": str(model_name), "epochs": float(epochs), "learn_rate": float(learn_rate),
+            "head_learn_rate": float(head_learn_rate), "batch_size": int(batch_size), "max_length": int(max_length),
+            "frozen_layers": int(frozen_layers), "context_chars": int(context_chars),
+            "class_weight_power": float(class_weight_power), "seed": int(seed)}
+
+
+def fit_finetuned(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
+                  y: Sequence[str], labels: Sequence[str]) -> Dict[str, Any]:
+    """Fine-tune a member with ``attrs`` (:func:`finetuned_settings` and
+    ``use_sections``) on the rows ``pick`` of ``X`` with gold labels ``y``;
+    ``texts`` and ``context``: every row's text and ``fitted.context_matrix``.
+    Returns the member's state."""
+    import torch
+
+    from .training_loop import train_loop
+
+    classes = sorted(set(y))
+    torch.manual_seed(attrs["seed"])
+    runtime = FinetunedEncoder(attrs["model_name"], attrs["frozen_layers"], context.shape[1], len(classes),
+                               attrs["max_length"])
+    contexts = pair_texts(X, texts, attrs["context_chars"], attrs["use_sections"])
+    cached = runtime.bottom([texts[i] for i in pick], [contexts[i] for i in pick])
+    rows_context = context[list(pick)]
+    target = numpy.asarray([classes.index(label) for label in y], dtype="int64")
+    counts = numpy.bincount(target, minlength=len(classes)).astype("float64")
+    weights = counts ** -attrs["class_weight_power"]
+    weights = weights / (weights[target].mean())
+    loss_fn = torch.nn.CrossEntropyLoss(weight=torch.as_tensor(weights, dtype=torch.float32, device=runtime.device))
+    size = attrs["batch_size"]
+    per_epoch = max(1, len(pick) // size)
+    n_epochs = int(numpy.ceil(attrs["epochs"]))
+    total = max(1, int(round(attrs["epochs"] * per_epoch)))
+    generator = numpy.random.RandomState(attrs["seed"])
+
+    def epoch_batches(epoch: int):
+        order = generator.permutation(len(pick))
+        for start in range(0, per_epoch * size, size):
+            yield order[start : start + size]
+
+    def batch_loss(batch):
+        logits = runtime.top([cached[i] for i in batch], rows_context[batch])
+        return loss_fn(logits, torch.as_tensor(target[batch], device=runtime.device))
+
+    trainable = runtime.trainable()
+    optimizer = torch.optim.AdamW([
+        {"params": list(trainable["top"].parameters()), "lr": attrs["learn_rate"]},
+        {"params": list(trainable["head"].parameters()), "lr": attrs["head_learn_rate"]}], weight_decay=0.01)
+    warmup = max(1, int(0.1 * total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (total - step) / total))
+    trainable.train()
+    train_loop(trainable, optimizer, scheduler, epoch_batches, batch_loss, epochs=n_epochs, total=total,
+               grad_clip=1.0, progress=f"fine-tuning {attrs['model_name']}")
+    trainable.eval()
+    return {"labels": list(labels), "classes": classes, "tensors": runtime.tensors(),
+            "n_context": int(context.shape[1])}
+
+
+# model.id -> (the state dict itself, its runtime), as fitted._RUNTIME
+_RUNTIME: Dict[int, Tuple[Dict[str, Any], FinetunedEncoder]] = {}
+
+
+def predict_finetuned(model, X, texts: Sequence[str], context: numpy.ndarray) -> Tuple[numpy.ndarray, List[str]]:
+    """The fitted member's probabilities on every row of ``X`` (``texts``,
+    ``context``: as for :func:`fit_finetuned`) and the labels of their
+    columns."""
+    state = model.attrs["state"]
+    cached = _RUNTIME.get(model.id)
+    if cached is None or cached[0] is not state:
+        runtime = FinetunedEncoder(model.attrs["model_name"], model.attrs["frozen_layers"], state["n_context"],
+                                   len(state["classes"]), model.attrs["max_length"])
+        runtime.load_tensors(state["tensors"])
+        _RUNTIME[model.id] = (state, runtime)
+    runtime = _RUNTIME[model.id][1]
+    contexts = pair_texts(X, texts, model.attrs["context_chars"], model.attrs["use_sections"])
+    return runtime.predict(texts, contexts, context), list(state["classes"])
+

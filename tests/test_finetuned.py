@@ -1,0 +1,82 @@
+"""ml/finetuned.py: the member of the full-paper mixture that fine-tunes the
+top layers of all-MiniLM-L6-v2 (installed package, offline) at initialize."""
+import numpy
+import pytest
+import spacy
+from device_sim import device_ops, host, is_device_array
+from test_fitted import LABELS, PAPER, as_X, paper_doc
+
+import spacy_rhetoric  # noqa: F401
+from spacy_rhetoric.errors import RhetoricError
+from spacy_rhetoric.ml.finetuned import SEPARATOR, pair_texts
+from spacy_rhetoric.ml.fitted import fit_members, sentence_texts
+from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
+from spacy_rhetoric.readers.common import doc_from_sentences
+
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_pairs_read_the_heading_and_the_neighbours():
+    nlp = spacy.blank("en")
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    texts = sentence_texts(X)
+    pairs = pair_texts(X, texts, context_chars=10)
+    assert pairs[0] == SEPARATOR.join(["1 Introduction", "", texts[1][:10]])
+    assert pairs[2] == SEPARATOR.join(["2 Method", texts[1][-10:], texts[3][:10]])
+    assert pairs[-1] == SEPARATOR.join(["3 Results", texts[-2][-10:], ""])
+    # without headings the section category stands in; use_sections=False leaves both out
+    plain = doc_from_sentences(nlp, ["A b c d.", "E f g h."], sections=["method", "method"])
+    assert pair_texts(as_X([plain]), ["A b c d.", "E f g h."], 3)[0] == SEPARATOR.join(["method", "", "E f"])
+    assert pair_texts(as_X([plain]), ["A b c d.", "E f g h."], 3, use_sections=False)[0] == \
+        SEPARATOR.join(["", "", "E f"])
+
+
+def test_settings_are_checked():
+    from spacy_rhetoric.ml.fitted import finetuned_expert
+
+    with pytest.raises(RhetoricError):
+        finetuned_expert(MODEL, epochs=0)
+    with pytest.raises(RhetoricError):
+        finetuned_expert(MODEL, max_length=4)
+
+
+@pytest.mark.slow  # fine-tunes two layers of all-MiniLM-L6-v2 on six sentences
+def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
+    from spacy_rhetoric.ml.fitted import finetuned_expert
+
+    nlp = spacy.blank("en")
+
+    def member():
+        return finetuned_expert(MODEL, epochs=30, learn_rate=1e-3, head_learn_rate=1e-2, batch_size=6,
+                                max_length=48, frozen_layers=4, class_weight_power=0.0)
+
+    m = member()
+    counts = fit_members([m], as_X([paper_doc(nlp, PAPER), paper_doc(nlp, PAPER)]), [r[3] for r in PAPER] * 2,
+                         LABELS)
+    assert counts == {"finetuned_expert": {"docs": 1, "sentences": len(PAPER), "labelled": len(PAPER)}}
+    state = m.attrs["state"]
+    assert state["classes"] == LABELS and isinstance(state["tensors"], bytes)
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    probs = m.predict(X)
+    assert numpy.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER]
+    plain = m.predict(as_X([doc_from_sentences(nlp, ["We train a graph parser.", "Recall rises too."])]))
+    assert numpy.allclose(plain, 1.0 / 3)  # not a paper: silent
+    # the trained tensors are saved with the model (safetensors bytes, no pickle) and predict the same
+    again = member()
+    again.from_bytes(m.to_bytes())
+    assert numpy.allclose(again.predict(X), probs, atol=1e-5)
+    # on a device model (tests/device_sim.py: arrays that are not numpy's) it hands over device arrays
+    with device_ops() as ops:
+        on_device = member()
+        on_device.from_bytes(m.to_bytes())
+        X_device = (X[0], make_indices(ops, [doc_sentences(d)[1] for d in X[0]]))
+        out = on_device.predict(X_device)
+        assert is_device_array(out)
+        assert numpy.allclose(host(out), probs, atol=1e-5)
+    # tensors of another shape (e.g. saved with other frozen layers) are refused with a clear error
+    other = member()
+    other.from_bytes(m.to_bytes())
+    other.attrs["frozen_layers"] = 3
+    with pytest.raises(RhetoricError, match="do not fit"):
+        other.predict(X)
