@@ -186,7 +186,10 @@ def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List
 # Mixtures scored with --member-rows: (name, weight per member of the full-paper classifier on papers, by name:
 # the network, the TF-IDF, MiniLM-vector and fine-tuned members). A row naming a member the models do not have is
 # left out. One trained model per fold gives every row: each member's probabilities once.
+# ABSTRACTS: the abstracts' member (learned from CSAbstruct), on a paper's abstract only (v3's
+# abstract_paper_sections = ["abstract"]); each row's weights are normalised over the members that speak on it.
 NETWORK, TFIDF, MINILM, FINETUNED = "network", "tfidf_expert", "embedding_expert", "finetuned_expert"
+ABSTRACTS = "tfidf_expert_others"
 
 
 def _mix(*pairs):
@@ -206,13 +209,16 @@ MEMBER_MIXTURES = (
     ("network + TF-IDF + fine-tuned 0.3 / 0.4 / 0.3", _mix(NETWORK, 0.3, TFIDF, 0.4, FINETUNED, 0.3)),
     ("network + TF-IDF + fine-tuned 0.1 / 0.5 / 0.4", _mix(NETWORK, 0.1, TFIDF, 0.5, FINETUNED, 0.4)),
     ("TF-IDF + fine-tuned 0.5 / 0.5", _mix(TFIDF, 0.5, FINETUNED, 0.5)),
+    ("v3 shipped: network + TF-IDF + fine-tuned 0.2 / 0.4 / 0.4, abstracts' 0.3 on abstracts",
+     _mix(NETWORK, 0.2, TFIDF, 0.4, FINETUNED, 0.4, ABSTRACTS, 0.3)),
+    ("v2 + abstracts' 0.3 on abstracts", _mix(NETWORK, 0.3, TFIDF, 0.4, MINILM, 0.3, ABSTRACTS, 0.3)),
 )
 
 
 def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
     """Each paper member's ``[n_sentences, n_labels]`` probabilities (labels
     in the pipe's order) over ``docs``, by member name (the first member:
-    ``NETWORK``; the members of abstracts left out), by setting the
+    ``NETWORK``; the abstracts' member on the papers' abstracts), by setting the
     ``experts`` layer's weights to one member at a time; None without such
     a layer."""
     clf = nlp.get_pipe("rhetoric_function_classifier")
@@ -224,12 +230,15 @@ def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
     out = {}
     try:
         for i, member in enumerate(node.layers):
-            if member.attrs.get("docs") == "others":
-                continue
+            others = member.attrs.get("docs") == "others"
+            if others:  # its probabilities on a paper's abstract (the mixture uses those rows only)
+                member.attrs["paper_sections"], sections = ["abstract"], member.attrs.get("paper_sections", [])
             node.attrs["weights"] = [1.0 if j == i else 0.0 for j in range(len(node.layers))]
             out[NETWORK if i == 0 else member.name] = numpy.asarray(
                 [[scores.get(label, 0.0) for label in labels]
                  for doc_scores in pipeline_scores(nlp, docs) for scores in doc_scores])
+            if others:
+                member.attrs["paper_sections"] = sections
     finally:
         node.attrs["weights"] = saved
     return out
@@ -366,7 +375,10 @@ def main(argv=None) -> int:
                 continue  # a member these models do not have
             def mixture(fold, train, test, test_docs, weights=weights):
                 labels = list(models[fold].get_pipe("rhetoric_function_classifier").labels)
-                mixed = sum(w * probs[fold][member] for member, w in weights.items())
+                abstract = numpy.asarray([r["section"] == "abstract" for r in test], dtype="f")[:, None]
+                speaks = {m: abstract if m == ABSTRACTS else 1.0 for m in weights}
+                mixed = sum(w * speaks[m] * probs[fold][m] for m, w in weights.items())
+                mixed = mixed / sum(w * speaks[m] for m, w in weights.items())
                 return [labels[int(k)] for k in mixed.argmax(axis=1)]
 
             run(f"members: {name}", mixture)

@@ -234,3 +234,26 @@ def test_the_embedding_member_fits_on_frozen_sentence_vectors():
     assert [LABELS[i] for i in out[2:].argmax(axis=1)] == [r[3] for r in PAPER]
     with pytest.raises(ValueError):
         embedding_expert("sentence-transformers/all-MiniLM-L6-v2", learn_from="others")
+
+
+def test_a_member_of_the_other_docs_may_speak_on_a_papers_abstract_too():
+    from spacy_rhetoric.errors import RhetoricError
+    from spacy_rhetoric.ml.fitted import speaks
+
+    nlp = spacy.blank("en")
+    others = tfidf_expert(min_df=1, C=50.0, docs="others", use_sections=False, paper_sections=["abstract"])
+    abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."],
+                                  sections=["abstract"] * 3, labels=["background", "method", "result"])
+    rows = [("We train a parser here.", "abstract", "Abstract", "method")] + PAPER
+    paper = paper_doc(nlp, rows)
+    X = as_X([abstract, paper])
+    # it learns from the abstract only (the paper's abstract is no training data of it) ...
+    counts = fit_members([others], X, ["background", "method", "result"] + [r[3] for r in rows], LABELS)
+    assert counts["tfidf_expert_others"] == {"docs": 1, "sentences": 3, "labelled": 3}
+    assert speaks(others, X, is_train=True).tolist() == [1.0] * 3 + [0.0] * len(rows)
+    # ... and speaks on abstracts, plain text and the abstract of a paper
+    assert speaks(others, X).tolist() == [1.0] * 3 + [1.0] + [0.0] * len(PAPER)
+    out = others.predict(as_X([paper_doc(nlp, rows, labels=False)]))
+    assert not numpy.allclose(out[0], 1.0 / 3) and numpy.allclose(out[1:], 1.0 / 3)
+    with pytest.raises(RhetoricError):
+        tfidf_expert(paper_sections=["abstract"])  # a member of papers speaks on them already

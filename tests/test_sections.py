@@ -134,7 +134,8 @@ FULL2 = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifie
 # v3: + the fine-tuned MiniLM member (two top layers, a few passes over the tiny papers)
 FULL3 = dict(FULL2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3", "finetuned_weight": 0.3,
                        "finetuned_frozen_layers": 4, "finetuned_epochs": 10.0, "finetuned_batch_size": 4,
-                       "finetuned_learn_rate": 0.0005, "finetuned_max_length": 48})
+                       "finetuned_learn_rate": 0.0005, "finetuned_max_length": 48,
+                       "abstract_paper_sections": ["abstract"]})
 
 
 @pytest.mark.slow  # trains 60 steps

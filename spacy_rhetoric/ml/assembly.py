@@ -75,6 +75,8 @@ ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "finetuned_learn_rate": (float, 8e-5),
     "finetuned_batch_size": (int, 16),
     "finetuned_max_length": (int, 128),
+    # sections of a paper where the abstracts' member speaks too (``FullPaperSentenceClassifier.v3``)
+    "abstract_paper_sections": (Sequence[str], ()),
     # the encoder's output
     "projection_width": (Optional[int], 256),
     "nO": (Optional[int], None),
@@ -88,7 +90,7 @@ FITTED_MEMBERS = ("network_weight", "tfidf_weight", "embedding_weight", "tfidf_n
                   "fitted_silent_sections", "abstract_weight", "abstract_C", "normalize_digits",
                   "embedding_learn_from")
 FINETUNED_MEMBER = ("finetuned_weight", "finetuned_model", "finetuned_epochs", "finetuned_frozen_layers",
-                    "finetuned_learn_rate", "finetuned_batch_size", "finetuned_max_length")
+                    "finetuned_learn_rate", "finetuned_batch_size", "finetuned_max_length", "abstract_paper_sections")
 
 
 def architecture(*names: str, **defaults: Any) -> Callable[[Callable[..., Model]], Callable[..., SentenceModel]]:

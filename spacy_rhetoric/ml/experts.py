@@ -356,7 +356,8 @@ def _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_
                    ngram_length, decode, head_scale, network_weight, tfidf_weight, embedding_weight, tfidf_ngram_size,
                    tfidf_min_df, tfidf_C, neighbour_weight, embedding_model, embedding_C, embedding_max_length,
                    class_weight, fitted_silent_sections, abstract_weight, abstract_C, normalize_digits,
-                   embedding_learn_from, nO, finetuned: Optional[Model] = None, finetuned_weight: float = 0.0):
+                   embedding_learn_from, nO, finetuned: Optional[Model] = None, finetuned_weight: float = 0.0,
+                   abstract_paper_sections: Sequence[str] = ()):
     """The mixture of v2 (and of v3, with its ``finetuned`` member last)."""
     pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
                                hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
@@ -374,7 +375,8 @@ def _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_
         weights.append(embedding_weight)
     if abstract_weight > 0:
         members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, abstract_C, class_weight,
-                                    docs="others", use_sections=False, normalize_digits=normalize_digits))
+                                    docs="others", use_sections=False, normalize_digits=normalize_digits,
+                                    paper_sections=list(abstract_paper_sections)))
         weights.append(abstract_weight)
     if finetuned is not None and finetuned_weight > 0:
         members.append(finetuned)
@@ -398,7 +400,8 @@ def build_full_paper_sentence_classifier_v3(
     embedding_max_length: int, class_weight: Optional[str], fitted_silent_sections: Sequence[str],
     abstract_weight: float, abstract_C: float, normalize_digits: bool, embedding_learn_from: str,
     finetuned_weight: float, finetuned_model: Optional[str], finetuned_epochs: float, finetuned_frozen_layers: int,
-    finetuned_learn_rate: float, finetuned_batch_size: int, finetuned_max_length: int, nO: Optional[int],
+    finetuned_learn_rate: float, finetuned_batch_size: int, finetuned_max_length: int,
+    abstract_paper_sections: Sequence[str], nO: Optional[int],
 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """v2 and a fourth member on full papers, ``fitted.finetuned_expert``
     (``ml/finetuned.py``): the top layers of ``finetuned_model`` (the bottom
@@ -407,7 +410,11 @@ def build_full_paper_sentence_classifier_v3(
     ``finetuned_epochs`` passes (``finetuned_learn_rate``,
     ``finetuned_batch_size``, pairs of ``finetuned_max_length`` word pieces),
     weighted ``finetuned_weight`` in the average (0, or a null model: v2).
-    Silent in abstracts and plain text, like v2's paper members."""
+    Silent in abstracts and plain text, like v2's paper members.
+    ``abstract_paper_sections``: the sections of a paper where the
+    abstracts' member (``abstract_weight``, learned from the docs that are
+    not papers, e.g. CSAbstruct) is averaged in too, e.g. ["abstract"]: a
+    paper's abstract is read by the members of both kinds of doc."""
     finetuned = None
     if finetuned_model and finetuned_weight > 0:
         finetuned = finetuned_expert(finetuned_model, epochs=finetuned_epochs, learn_rate=finetuned_learn_rate,
@@ -420,4 +427,4 @@ def build_full_paper_sentence_classifier_v3(
                           tfidf_ngram_size, tfidf_min_df, tfidf_C, neighbour_weight, embedding_model, embedding_C,
                           embedding_max_length, class_weight, fitted_silent_sections, abstract_weight, abstract_C,
                           normalize_digits, embedding_learn_from, nO, finetuned=finetuned,
-                          finetuned_weight=finetuned_weight)
+                          finetuned_weight=finetuned_weight, abstract_paper_sections=abstract_paper_sections)

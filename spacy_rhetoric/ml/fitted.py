@@ -207,28 +207,38 @@ def speaks(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool = False) ->
     """1.0 on the rows of ``X`` a fitted member learns from (``is_train``)
     or speaks on: the sentences of full papers (``segments.is_paper``;
     at prediction not those of its ``silent_sections``) for ``docs =
-    "papers"``, the others (abstracts, plain text) for ``"others"``."""
+    "papers"``, the others (abstracts, plain text) for ``"others"`` -- and
+    at prediction the sentences of papers in its ``paper_sections`` (a
+    member of abstracts may speak on a paper's abstract: it still learns
+    from the other docs only)."""
     if model.attrs.get("docs", "papers") == "others":
-        return 1.0 - paper_rows(X)
+        also = () if is_train else model.attrs.get("paper_sections", ())
+        on_papers = paper_rows(X)
+        # + at prediction the rows of papers in its ``paper_sections`` (e.g. a paper's abstract)
+        return 1.0 - on_papers + (on_papers - paper_rows(X, also) if also else 0.0)
     return paper_rows(X, () if is_train else model.attrs.get("silent_sections", ()))
 
 
 def tfidf_expert(ngram_size: int = 2, min_df: int = 2, neighbour_weight: float = 0.5, C: float = 5.0,
                  class_weight: Optional[str] = "balanced", max_iter: int = 3000,
                  silent_sections: Sequence[str] = (), docs: str = "papers", use_sections: bool = True,
-                 normalize_digits: bool = False) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                 normalize_digits: bool = False,
+                 paper_sections: Sequence[str] = ()) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A closed-form member: TF-IDF (sublinear tf) 1..``ngram_size``-grams of
     the sentence and its neighbours + section + position ->
     ``LogisticRegression(C, class_weight)`` (module docstring). ``docs``:
     "papers" or "others" (:func:`speaks`); ``use_sections``: the section
     one-hot is a feature; ``normalize_digits``: every digit reads 0 and
     one-character tokens count ("0.0 %" of "2.5 %"), so numbers of a shape
-    share a term (``linear_models.digits_to_zero``)."""
+    share a term (``linear_models.digits_to_zero``); ``paper_sections``
+    (``docs = "others"`` only): sections of papers it speaks on too."""
+    if paper_sections and docs != "others":
+        raise RhetoricError("paper_sections is for a member of the other docs (docs='others')")
     return _fitted_member("tfidf_expert", "tfidf", {
         "ngram_size": int(ngram_size), "min_df": int(min_df), "neighbour_weight": float(neighbour_weight),
         "C": float(C), "class_weight": class_weight, "max_iter": int(max_iter),
-        "silent_sections": list(silent_sections), "normalize_digits": bool(normalize_digits)},
-        docs=docs, use_sections=use_sections)
+        "silent_sections": list(silent_sections), "normalize_digits": bool(normalize_digits),
+        "paper_sections": list(paper_sections)}, docs=docs, use_sections=use_sections)
 
 
 def embedding_expert(model_name: str, neighbour_weight: float = 0.5, C: float = 1.0,
