@@ -44,7 +44,7 @@ Performance". ``SparseLinear`` is numpy-only: the feature extraction and the
 table run on the CPU inside ``ml.devices.with_cpu_chain`` and the softmax on
 the model's device.
 """
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.attrs import LOWER
@@ -391,18 +391,7 @@ def _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_
 @architecture(*CONTEXT_TRUNK, "hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
               "acknowledgements", *SEQUENCE_HEAD, *FITTED_MEMBERS, *FINETUNED_MEMBER, "nO", pooling="mean+max",
               section_scale=5.0, acknowledgements=True)
-def build_full_paper_sentence_classifier_v3(
-    tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int, maxout_pieces: int,
-    dropout: float, hidden_size: int, use_sections: bool, forced_sections: Sequence[str], forced_label: str,
-    section_scale: float, acknowledgements: bool, ngram_size: int, ngram_length: int, decode: str,
-    head_scale: float, network_weight: float, tfidf_weight: float, embedding_weight: float, tfidf_ngram_size: int,
-    tfidf_min_df: int, tfidf_C: float, neighbour_weight: float, embedding_model: Optional[str], embedding_C: float,
-    embedding_max_length: int, class_weight: Optional[str], fitted_silent_sections: Sequence[str],
-    abstract_weight: float, abstract_C: float, normalize_digits: bool, embedding_learn_from: str,
-    finetuned_weight: float, finetuned_model: Optional[str], finetuned_epochs: float, finetuned_frozen_layers: int,
-    finetuned_learn_rate: float, finetuned_batch_size: int, finetuned_max_length: int,
-    abstract_paper_sections: Sequence[str], nO: Optional[int],
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+def build_full_paper_sentence_classifier_v3(**args: Any) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """v2 and a fourth member on full papers, ``fitted.finetuned_expert``
     (``ml/finetuned.py``): the top layers of ``finetuned_model`` (the bottom
     ``finetuned_frozen_layers`` frozen) fine-tuned at initialize on the
@@ -415,16 +404,15 @@ def build_full_paper_sentence_classifier_v3(
     abstracts' member (``abstract_weight``, learned from the docs that are
     not papers, e.g. CSAbstruct) is averaged in too, e.g. ["abstract"]: a
     paper's abstract is read by the members of both kinds of doc."""
+    # the arguments (declared in assembly.py): v2's, then the fine-tuned member's (FINETUNED_MEMBER)
+    tuned = {name: args.pop(name) for name in FINETUNED_MEMBER}
     finetuned = None
-    if finetuned_model and finetuned_weight > 0:
-        finetuned = finetuned_expert(finetuned_model, epochs=finetuned_epochs, learn_rate=finetuned_learn_rate,
-                                     batch_size=finetuned_batch_size, max_length=finetuned_max_length,
-                                     frozen_layers=finetuned_frozen_layers,
-                                     silent_sections=list(fitted_silent_sections))
-    return _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,
-                          use_sections, forced_sections, forced_label, section_scale, acknowledgements, ngram_size,
-                          ngram_length, decode, head_scale, network_weight, tfidf_weight, embedding_weight,
-                          tfidf_ngram_size, tfidf_min_df, tfidf_C, neighbour_weight, embedding_model, embedding_C,
-                          embedding_max_length, class_weight, fitted_silent_sections, abstract_weight, abstract_C,
-                          normalize_digits, embedding_learn_from, nO, finetuned=finetuned,
-                          finetuned_weight=finetuned_weight, abstract_paper_sections=abstract_paper_sections)
+    if tuned["finetuned_model"] and tuned["finetuned_weight"] > 0:
+        finetuned = finetuned_expert(tuned["finetuned_model"], epochs=tuned["finetuned_epochs"],
+                                     learn_rate=tuned["finetuned_learn_rate"],
+                                     batch_size=tuned["finetuned_batch_size"],
+                                     max_length=tuned["finetuned_max_length"],
+                                     frozen_layers=tuned["finetuned_frozen_layers"],
+                                     silent_sections=list(args["fitted_silent_sections"]))
+    return _full_paper_v2(**args, finetuned=finetuned, finetuned_weight=tuned["finetuned_weight"],
+                          abstract_paper_sections=tuned["abstract_paper_sections"])
