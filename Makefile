@@ -25,7 +25,7 @@ install: $(STAMP)
 
 # spacy-rhetoric demo (spacy_rhetoric/cli/demo.py); options: $(PY) -m spacy_rhetoric demo --help
 demo: install
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m spacy_rhetoric demo
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PY) -m spacy_rhetoric demo
 
 # ruff first (lint + import order, pyproject.toml), then every test, slow ones
 # included (`pytest -m "not slow"` is the inner loop), with the 15 slowest
