@@ -317,16 +317,7 @@ def build_full_paper_sentence_classifier(
 @architecture(*CONTEXT_TRUNK, "hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
               "acknowledgements", *SEQUENCE_HEAD, *FITTED_MEMBERS, "nO", pooling="mean+max", section_scale=5.0,
               acknowledgements=True)
-def build_full_paper_sentence_classifier_v2(
-    tok2vec: Model, pooling: str, width: int, encoder: str, depth: int, window_size: int, maxout_pieces: int,
-    dropout: float, hidden_size: int, use_sections: bool, forced_sections: Sequence[str], forced_label: str,
-    section_scale: float, acknowledgements: bool, ngram_size: int, ngram_length: int, decode: str,
-    head_scale: float, network_weight: float, tfidf_weight: float, embedding_weight: float, tfidf_ngram_size: int,
-    tfidf_min_df: int, tfidf_C: float, neighbour_weight: float, embedding_model: Optional[str], embedding_C: float,
-    embedding_max_length: int, class_weight: Optional[str], fitted_silent_sections: Sequence[str],
-    abstract_weight: float, abstract_C: float, normalize_digits: bool, embedding_learn_from: str,
-    nO: Optional[int],
-) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+def build_full_paper_sentence_classifier_v2(**args: Any) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The v3 section-aware network (arguments up to ``head_scale``, as v1)
     and two closed-form members fitted by scikit-learn when the pipe is
     initialized (``ml/fitted.py``): ``tfidf_expert`` (``tfidf_*``,
@@ -347,8 +338,9 @@ def build_full_paper_sentence_classifier_v2(
     as 0 (``fitted.tfidf_expert``; default off, as in the models trained
     before it existed). ``embedding_learn_from``: "papers", or "all": the
     MiniLM member also learns from the abstracts (``fitted.embedding_expert``),
-    still speaking on papers only."""
-    return _full_paper_v2(**locals())
+    still speaking on papers only. (The arguments are declared once, in
+    ``assembly.py``; ``_full_paper_v2`` names them.)"""
+    return _full_paper_v2(**args)
 
 
 def _full_paper_v2(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,

@@ -48,10 +48,8 @@ from spacy.tokens import Doc
 from thinc.types import Ragged
 
 from ..errors import RhetoricError
-from ..extensions import HEADING
-from ..section_headings import token_values
 from .devices import to_host
-from .segments import sections_of
+from .segments import sections_of, sentence_headings
 
 KIND = "finetuned"
 SEPARATOR = " | "
@@ -62,15 +60,12 @@ def pair_texts(X: Tuple[List[Doc], Ragged], texts: Sequence[str], context_chars:
     """Per sentence row of ``X`` (``texts``: their texts), the context text
     of its pair: "heading | end of the previous sentence | start of the next"
     (module docstring; without ``use_sections`` the heading is left out)."""
-    docs, indices = X
     names = sections_of(X)
-    offsets = to_host(indices.dataXd).tolist()
+    headings = sentence_headings(X) if use_sections else [None] * len(names)
     contexts, row = [], 0
-    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
-        headings = token_values(doc, HEADING) if n and use_sections else []
+    for n in to_host(X[1].lengths).tolist():
         for i in range(n):
-            start = int(offsets[row + i][0])
-            heading = (headings[start] if start < len(headings) else None) or (names[row + i] if use_sections else "")
+            heading = headings[row + i] or (names[row + i] if use_sections else "")
             prev = texts[row + i - 1][-context_chars:] if i > 0 else ""
             nxt = texts[row + i + 1][:context_chars] if i + 1 < n else ""
             contexts.append(SEPARATOR.join([str(heading or ""), prev, nxt]))

@@ -52,11 +52,10 @@ from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
-from ..extensions import HEADING
 from ..linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
-from ..section_headings import SENTENCE_SECTIONS, UNKNOWN, token_values
+from ..section_headings import SENTENCE_SECTIONS, UNKNOWN
 from .devices import to_host
-from .segments import SentenceBatch, paper_rows, sections_of
+from .segments import SentenceBatch, paper_rows, sections_of, sentence_headings
 
 FITTED = "fitted"
 N_POSITION_BINS = 10
@@ -94,19 +93,13 @@ def heading_runs(X: Tuple[List[Doc], Ragged]) -> List[int]:
     heading (``sent._.rhetoric_heading``; a doc without headings is one
     run). Runs by heading, not by section category: topical headings that
     are all section "unknown" are runs of their own."""
-    docs, indices = X
-    offsets = to_host(indices.dataXd).tolist()
+    headings = sentence_headings(X)
     out, row = [], 0
-    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
-        headings = token_values(doc, HEADING) if n else []
-        previous = object()
+    for n in to_host(X[1].lengths).tolist():
         for i in range(n):
-            start = int(offsets[row + i][0])
-            heading = headings[start] if start < len(headings) else None
-            if i == 0 or heading != previous:
+            if i == 0 or headings[row + i] != headings[row + i - 1]:
                 out.append(0)
             out[-1] += 1
-            previous = heading
         row += n
     return out
 

@@ -12,14 +12,15 @@ layers below (reading the extension values each time was ~40 % of the classifier
 predict time). Given a plain ``(docs, indices)`` tuple the helpers read the
 sections each time.
 """
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
 from thinc.types import Ragged
 
 from ..errors import RhetoricError
-from ..section_headings import BODY_SECTIONS, sentence_sections
+from ..extensions import HEADING
+from ..section_headings import BODY_SECTIONS, sentence_sections, token_values
 from .devices import to_host
 
 SEGMENTS = ("docs", "sections")
@@ -114,3 +115,18 @@ def paper_rows(X: Tuple[List[Doc], Ragged], silent_sections: Sequence[str] = ())
         out.extend([1.0 if paper and s not in silent else 0.0 for s in sections[row : row + n]])
         row += n
     return numpy.asarray(out, dtype="f")
+
+
+def sentence_headings(X: Tuple[List[Doc], Ragged]) -> List[Optional[str]]:
+    """The heading (``sent._.rhetoric_heading``; None: none) of every
+    sentence row of ``X``."""
+    docs, indices = X
+    offsets = to_host(indices.dataXd).tolist()
+    out, row = [], 0
+    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
+        headings = token_values(doc, HEADING) if n else []
+        for i in range(n):
+            start = int(offsets[row + i][0])
+            out.append(headings[start] if start < len(headings) else None)
+        row += n
+    return out
