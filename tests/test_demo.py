@@ -53,7 +53,7 @@ def tiny_models(tmp_path_factory):
     data = demo.find_data(root)
     assert data.mulms == root / demo.MULMS_FILE
     output = tmp_path_factory.mktemp("demo_out")
-    classifier, encoder = demo.train_demo_models(data, output, classifier_steps=3, encoder_steps=3)
+    classifier, encoder = demo.train_demo_models(data, output, classifier_steps=3, encoder_steps=3, background=True)
     return data, output, classifier, encoder
 
 
@@ -78,13 +78,17 @@ def test_training_writes_models_with_dev_scores(tiny_models):
     assert 0.0 <= clf["rhetoric_f_micro"] <= 1.0
     assert 0.0 <= enc["encoder_p_at_1"] <= 1.0
     assert "rhetoric_function_classifier" in spacy.load(classifier).pipe_names
+    # the encoder trained in a child process (BackgroundTraining), its output in the log
+    log = (classifier.parent.parent / "encoder.log").read_text(encoding="utf8")
+    assert "rhetoric_sentence_encoder" in log and "Saved pipeline" in log
+    assert "encoder_p_at_1" in json.loads((encoder / "meta.json").read_text(encoding="utf8"))["performance"]
 
 
 @pytest.mark.slow  # trains (tiny_models)
 def test_trained_models_are_reused(tiny_models, capsys):
     data, output, classifier, encoder = tiny_models
     before = (classifier / "meta.json").stat().st_mtime_ns
-    again = demo.train_demo_models(data, output, classifier_steps=3, encoder_steps=3)
+    again = demo.train_demo_models(data, output, classifier_steps=3, encoder_steps=3, background=False)
     assert again == (classifier, encoder)
     assert (classifier / "meta.json").stat().st_mtime_ns == before
     assert capsys.readouterr().out.count("reusing") == 2
@@ -111,6 +115,17 @@ def test_annotate(tiny_models, capsys, tmp_path):
     assert all(s._.rhetoric_label in SENTENCES for s in sents)
     assert sents[0].similarity(sents[1]) == pytest.approx(
         float(sents[0]._.rhetoric_vector @ sents[1]._.rhetoric_vector), abs=1e-5)
+
+
+def test_a_failed_background_training_names_its_log_and_is_not_reused(tmp_path):
+    config = tmp_path / "broken.cfg"
+    config.write_text("[nlp]\nlang = \"en\"\npipeline = [\"no_such_component\"]\n", encoding="utf8")
+    job = demo.BackgroundTraining(config, tmp_path / "out", {"training.max_steps": 3}, log=tmp_path / "train.log")
+    with pytest.raises(demo.DemoError) as err:
+        job.wait()
+    assert str(tmp_path / "train.log") in str(err.value) and "exit code" in str(err.value)
+    assert not (tmp_path / "out" / "demo_stamp.json").exists()
+    job.stop()  # nothing left to stop
 
 
 def test_find_data_optional_sources(tmp_path):

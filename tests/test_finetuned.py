@@ -80,3 +80,46 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
     other.attrs["frozen_layers"] = 3
     with pytest.raises(RhetoricError, match="do not fit"):
         other.predict(X)
+
+
+@pytest.mark.slow  # runs all-MiniLM-L6-v2
+def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
+    from spacy_rhetoric.ml.finetuned import FinetunedEncoder
+
+    runtime = FinetunedEncoder(MODEL, frozen_layers=2, n_context=2, n_labels=3, max_length=64)
+    texts = ["We parse.", "The results show that the projected trees help every language we tried, by far.",
+             "Treebanks are costly.", "Accuracy rises with the size of the bilingual lexicon on most languages.",
+             "Code is online."]
+    contexts = ["Intro | | ", "3 Results | a | b", "Intro | x | ", "3 Results | the prior one | the next one", ""]
+    together = runtime.bottom(texts, contexts, batch_size=2)
+    alone = [runtime.bottom([t], [c])[0] for t, c in zip(texts, contexts)]
+    assert [tuple(a.shape) for a in together] == [tuple(b.shape) for b in alone]
+    assert len({a.shape[0] for a in alone}) == len(texts)  # five lengths: the batches were reordered
+    for a, b in zip(together, alone):
+        assert numpy.allclose(a.float().numpy(), b.float().numpy(), atol=2e-2)
+    context = numpy.random.RandomState(0).rand(len(texts), 2).astype("float32")
+    probs = runtime.predict(texts, contexts, context, batch_size=2)
+    each = numpy.concatenate([runtime.predict([t], [c], context[i : i + 1]) for i, (t, c) in
+                              enumerate(zip(texts, contexts))])
+    assert numpy.allclose(probs, each, atol=1e-3)
+
+
+@pytest.mark.slow  # fine-tunes all-MiniLM-L6-v2's top layers for a few steps
+@pytest.mark.parametrize("epochs", [0.5, 1.0])
+def test_the_frozen_layers_run_only_on_the_sentences_the_steps_read(monkeypatch, epochs):
+    from spacy_rhetoric.ml.finetuned import FinetunedEncoder
+    from spacy_rhetoric.ml.fitted import finetuned_expert
+
+    seen = []
+    original = FinetunedEncoder.bottom
+
+    def spy(self, texts, contexts, batch_size=64):
+        seen.append(len(texts))
+        return original(self, texts, contexts, batch_size)
+
+    monkeypatch.setattr(FinetunedEncoder, "bottom", spy)
+    m = finetuned_expert(MODEL, epochs=epochs, batch_size=2, max_length=32, frozen_layers=4)
+    fit_members([m], as_X([paper_doc(spacy.blank("en"), PAPER)]), [r[3] for r in PAPER], LABELS)
+    steps = round(epochs * (len(PAPER) // 2))
+    assert seen == [min(len(PAPER), 2 * steps)]
+    assert isinstance(m.attrs["state"]["tensors"], bytes)

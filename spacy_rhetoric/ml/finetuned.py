@@ -109,15 +109,24 @@ class FinetunedEncoder:
         return torch.nn.ModuleDict({"top": torch.nn.ModuleList(self.encoder.encoder.layer[self.frozen:]),
                                     "head": self.head})
 
+    def lengths(self, texts: Sequence[str], contexts: Sequence[str]) -> numpy.ndarray:
+        """Per pair, its number of word pieces (truncated to ``max_length``)."""
+        ids = self.tokenizer(list(texts), list(contexts), truncation=True, max_length=self.max_length)["input_ids"]
+        return numpy.asarray([len(row) for row in ids], dtype="int64")
+
     def bottom(self, texts: Sequence[str], contexts: Sequence[str], batch_size: int = 64) -> List[Any]:
         """Per pair, the hidden states after the frozen layers over its word
-        pieces (``[length, width]``, float16 on the CPU: a cache)."""
+        pieces (``[length, width]``, float16 on the CPU: a cache). The pairs
+        are run in batches of similar length (fewer padded positions to
+        compute); each pair's states do not depend on its batch."""
         import torch
 
-        out: List[Any] = []
+        out: List[Any] = [None] * len(texts)
+        order = numpy.argsort(self.lengths(texts, contexts), kind="stable")
         with torch.no_grad():
-            for start in range(0, len(texts), batch_size):
-                x = self.tokenizer(list(texts[start : start + batch_size]), list(contexts[start : start + batch_size]),
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size].tolist()
+                x = self.tokenizer([texts[i] for i in rows], [contexts[i] for i in rows],
                                    truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
                 x = {k: v.to(self.device) for k, v in x.items()}
                 hidden = self.encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
@@ -125,7 +134,8 @@ class FinetunedEncoder:
                 for layer in self.encoder.encoder.layer[: self.frozen]:
                     hidden = layer(hidden, attention_mask=mask)[0]
                 lengths = x["attention_mask"].sum(1).tolist()
-                out.extend(hidden[i, : int(n)].to("cpu", torch.float16) for i, n in enumerate(lengths))
+                for j, (i, n) in enumerate(zip(rows, lengths)):
+                    out[i] = hidden[j, : int(n)].to("cpu", torch.float16)
         return out
 
     def _mask(self, attention_mask):
@@ -166,16 +176,19 @@ class FinetunedEncoder:
         self.trainable().load_state_dict(tensors)
 
     def predict(self, texts, contexts, context, batch_size: int = 64) -> numpy.ndarray:
+        """Probabilities per pair; batches of similar length, as :meth:`bottom`."""
         import torch
 
         self.encoder.eval()
         cached = self.bottom(texts, contexts, batch_size)
-        out = []
+        out = numpy.zeros((len(cached), self.head.out_features), dtype="float32")
+        order = numpy.argsort([int(c.shape[0]) for c in cached], kind="stable")
         with torch.no_grad():
-            for start in range(0, len(cached), batch_size):
-                logits = self.top(cached[start : start + batch_size], context[start : start + batch_size])
-                out.append(torch.softmax(logits, -1).to("cpu", torch.float32).numpy())
-        return numpy.concatenate(out) if out else numpy.zeros((0, self.head.out_features), dtype="float32")
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                logits = self.top([cached[i] for i in rows], context[rows])
+                out[rows] = torch.softmax(logits, -1).to("cpu", torch.float32).numpy()
+        return out
 
 
 def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
@@ -207,7 +220,6 @@ def fit_finetuned(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy
     runtime = FinetunedEncoder(attrs["model_name"], attrs["frozen_layers"], context.shape[1], len(classes),
                                attrs["max_length"])
     contexts = pair_texts(X, texts, attrs["context_chars"], attrs["use_sections"])
-    cached = runtime.bottom([texts[i] for i in pick], [contexts[i] for i in pick])
     rows_context = context[list(pick)]
     target = numpy.asarray([classes.index(label) for label in y], dtype="int64")
     counts = numpy.bincount(target, minlength=len(classes)).astype("float64")
@@ -219,9 +231,18 @@ def fit_finetuned(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy
     n_epochs = int(numpy.ceil(attrs["epochs"]))
     total = max(1, int(round(attrs["epochs"] * per_epoch)))
     generator = numpy.random.RandomState(attrs["seed"])
+    # Each epoch's order, drawn up front (the same draws as one per epoch), so
+    # that the frozen layers run only on the sentences the steps will read
+    # (a fraction of them when ``epochs`` < 1).
+    orders = [generator.permutation(len(pick)) for _ in range(n_epochs)]
+    used = numpy.unique(numpy.concatenate([order[: per_epoch * size] for order in orders])[: total * size])
+    states = runtime.bottom([texts[pick[i]] for i in used], [contexts[pick[i]] for i in used])
+    cached: List[Any] = [None] * len(pick)
+    for i, state in zip(used.tolist(), states):
+        cached[i] = state
 
     def epoch_batches(epoch: int):
-        order = generator.permutation(len(pick))
+        order = orders[epoch]
         for start in range(0, per_epoch * size, size):
             yield order[start : start + size]
 
