@@ -194,7 +194,7 @@ def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inp
 
 class BackgroundTraining:
     """``python -m spacy train`` of ``config`` in a child process, at a lower
-    CPU priority (``nice`` 10 where the OS has it) and on one thread, its
+    CPU priority (niceness 10 where the OS has it) and on one thread, its
     output in ``log``: a second training that takes the core the first one
     leaves idle. spaCy trains a thinc pipeline on one core, so the encoder
     trains beside the classifier's ``spacy train`` steps; while the
@@ -220,8 +220,12 @@ class BackgroundTraining:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("wb") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                            preexec_fn=(lambda: os.nice(10)) if hasattr(os, "nice") else None)
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        if hasattr(os, "setpriority"):  # POSIX; no preexec_fn (not safe once threads run)
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.process.pid, 10)
+            except OSError:
+                pass
         print(f"  training {config} in the background (log: {log})")
 
     def wait(self) -> Path:
