@@ -168,10 +168,10 @@ def _reused(config: Path, output: Path, overrides: Dict[str, Any], inputs: Seque
     return None, wanted
 
 
-def _trained(config: Path, output: Path, wanted: str, start: float) -> Path:
+def _trained(config: Path, output: Path, wanted: str, start: float, how: str = "in") -> Path:
     (output / "demo_stamp.json").write_text(wanted)
     model = output / "model-last"
-    print(f"  trained {config} in {time.perf_counter() - start:.0f} s -> {model}")
+    print(f"  trained {config} {how} {time.perf_counter() - start:.0f} s -> {model}")
     return model
 
 
@@ -237,7 +237,7 @@ class BackgroundTraining:
             tail = self.log.read_text(encoding="utf8", errors="replace").splitlines()[-15:]
             raise DemoError(f"training {self.config} failed (exit code {code}); the end of {self.log}:\n"
                             + "\n".join(tail))
-        self.model = _trained(self.config, self.output, self.wanted, self.start)
+        self.model = _trained(self.config, self.output, self.wanted, self.start, how="in the background, within")
         return self.model
 
     def stop(self) -> None:
