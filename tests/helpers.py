@@ -2,10 +2,22 @@
 pytest puts ``tests/`` on ``sys.path``)."""
 import re
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Dict, Set
 
 from spacy.util import registry
 from thinc.api import Config
+
+# The ablation configs the benchmarks train (not shipped: configs/ holds those).
+BENCHMARK_CONFIGS = Path(__file__).resolve().parent.parent / "benchmarks" / "configs"
+
+
+def benchmark_config(name: str) -> Path:
+    """The path of the benchmark config ``name`` (with or without ``.cfg``)."""
+    path = BENCHMARK_CONFIGS / (name if name.endswith(".cfg") else f"{name}.cfg")
+    assert path.is_file(), f"no benchmark config {path}"
+    return path
+
 
 # A tok2vec small enough for overfitting tests in a second or two.
 SMALL_TOK2VEC = {
@@ -131,3 +143,96 @@ def user_data_items(doc):
         return value.tolist() if hasattr(value, "tolist") else value
 
     return sorted(((k, plain(v)) for k, v in doc.user_data.items()), key=repr)
+
+
+# A MuLMS-AZ record (readers/mulms.py's JSONL): headings, metadata, a caption,
+# a page range, a two-zone sentence, a conclusion zone and acknowledgements.
+def mulms_sentence(text, heading=None, structure=(), coarse=()):
+    return {"text": text, "heading": heading, "structure": list(structure), "az": [], "coarse": list(coarse)}
+
+
+MULMS_RECORD = {
+    "doc_id": "steel_01", "title": "Hard steel", "split": "train", "fold": "train2",
+    "sentences": [
+        mulms_sentence("Journal of Steel 3 (2020) 1-9.", structure=["Metadata"]),
+        mulms_sentence("Hard steel", "Hard steel", ["Heading"]),
+        mulms_sentence("A B S T R A C T", "A B S T R A C T", ["Heading"]),
+        mulms_sentence("Steel is hard to make.", "A B S T R A C T", coarse=["background"]),
+        mulms_sentence("We show how to make it harder.", "A B S T R A C T", coarse=["objective", "method"]),
+        mulms_sentence("1. Introduction", "1. Introduction", ["Heading"]),
+        mulms_sentence("Hardness matters in gears.", "1. Introduction", coarse=["background"]),
+        mulms_sentence("Fig. 1. A gear under load.", "1. Introduction", ["Caption"], coarse=["result"]),
+        mulms_sentence("10-13", "1. Introduction"),
+        mulms_sentence("Thus hardness is what gears need.", "1. Introduction", coarse=["conclusion"]),
+        mulms_sentence("Thanks", "Thanks", ["Acknowledgment", "Heading"]),
+        mulms_sentence("We thank the funder.", "Thanks", ["Acknowledgment"]),
+    ],
+}
+
+
+# A tiny full paper for the members of the full-paper mixture (ml/fitted.py,
+# ml/finetuned.py): (text, section, heading, label) per sentence.
+PAPER_LABELS = ["background", "method", "result"]
+PAPER = [("Parsing is an old task.", "introduction", "1 Introduction", "background"),
+         ("Many parsers exist.", "introduction", "1 Introduction", "background"),
+         ("We train a graph parser.", "method", "2 Method", "method"),
+         ("We tune it on news.", "method", "2 Method", "method"),
+         ("Accuracy rises by two points.", "results", "3 Results", "result"),
+         ("Recall rises too.", "results", "3 Results", "result")]
+
+
+def paper_doc(nlp, rows, labels=True):
+    """A Doc of ``rows`` (as PAPER) with sections, headings and, if ``labels``, gold labels."""
+    from spacy_rhetoric.extensions import HEADING, set_span_values
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    doc = doc_from_sentences(nlp, [r[0] for r in rows], sections=[r[1] for r in rows],
+                             labels=[r[3] for r in rows] if labels else None)
+    set_span_values(doc, HEADING, list(doc.sents), [r[2] for r in rows])
+    return doc
+
+
+def as_X(docs):
+    """The sentence-level models' input: ``(docs, Ragged (start, end) indices)``."""
+    from thinc.api import NumpyOps
+
+    from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
+
+    return docs, make_indices(NumpyOps(), [doc_sentences(d)[1] for d in docs])
+
+
+# Four tiny abstracts of four sentences each, one label per position, for the
+# search index and the HTML views.
+FOUR_LABELS = ["background", "objective", "method", "result"]
+FOUR_PAPERS = [
+    ["Machine translation is an important problem.", "We aim to improve translation of rare words.",
+     "We propose a copy mechanism for the decoder.", "Our results show a gain of two BLEU points."],
+    ["Graph data is an important resource.", "We aim to classify nodes in large graphs.",
+     "We propose a sampling method for the encoder.", "Our results show a gain of five accuracy points."],
+    ["Speech recognition is an important task.", "We aim to reduce errors on noisy audio.",
+     "We propose an attention mechanism for the acoustic model.", "Our results show a gain of three points."],
+    ["Parsing is an important step.", "We aim to parse long sentences quickly.",
+     "We propose a chart pruning method for the parser.", "Our results show a gain of four points in speed."],
+]
+FOUR_SECTIONS = ["Introduction", "Introduction", "Methods", "Results"]
+
+
+def four_papers_pipeline():
+    """blank + sentencizer + classifier + encoder, trained a few steps on FOUR_PAPERS."""
+    import spacy
+    from spacy.training import Example
+
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("rhetoric_function_classifier")
+    nlp.add_pipe("rhetoric_sentence_encoder")
+    examples = []
+    for sents in FOUR_PAPERS:
+        ref = doc_from_sentences(nlp, sents, labels=FOUR_LABELS)
+        examples.append(Example(nlp.make_doc(ref.text), ref))
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(10):
+        nlp.update(examples, sgd=optimizer, losses={})
+    return nlp

@@ -4,7 +4,8 @@ import numpy
 import pytest
 import spacy
 from device_sim import device_ops, host, is_device_array
-from test_fitted import LABELS, PAPER, as_X, paper_doc
+from helpers import PAPER, as_X, paper_doc
+from helpers import PAPER_LABELS as LABELS
 
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.errors import RhetoricError

@@ -7,10 +7,11 @@ import numpy
 import pytest
 import spacy
 from device_sim import device_ops, host, is_device_array
+from helpers import PAPER, as_X, paper_doc
+from helpers import PAPER_LABELS as LABELS
 from thinc.api import Model, NumpyOps, set_current_ops
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.extensions import HEADING, set_span_values
 from spacy_rhetoric.linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from spacy_rhetoric.ml.experts import experts
 from spacy_rhetoric.ml.fitted import (
@@ -26,25 +27,6 @@ from spacy_rhetoric.ml.fitted import (
 from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.section_headings import SENTENCE_SECTIONS
-
-LABELS = ["background", "method", "result"]
-PAPER = [("Parsing is an old task.", "introduction", "1 Introduction", "background"),
-         ("Many parsers exist.", "introduction", "1 Introduction", "background"),
-         ("We train a graph parser.", "method", "2 Method", "method"),
-         ("We tune it on news.", "method", "2 Method", "method"),
-         ("Accuracy rises by two points.", "results", "3 Results", "result"),
-         ("Recall rises too.", "results", "3 Results", "result")]
-
-
-def paper_doc(nlp, rows, labels=True):
-    doc = doc_from_sentences(nlp, [r[0] for r in rows], sections=[r[1] for r in rows],
-                             labels=[r[3] for r in rows] if labels else None)
-    set_span_values(doc, HEADING, list(doc.sents), [r[2] for r in rows])
-    return doc
-
-
-def as_X(docs):
-    return docs, make_indices(NumpyOps(), [doc_sentences(d)[1] for d in docs])
 
 
 def constant(probs, name="network"):
@@ -118,7 +100,7 @@ def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
     nlp = spacy.blank("en")
     member = fitted(nlp)
     network = constant([0.2, 0.3, 0.5])
-    mixture = experts([network, member], [0.5, 0.5], nO=3, papers_only=[False, True])
+    mixture = experts([network, member], [0.5, 0.5], nO=3)
     paper = as_X([paper_doc(nlp, PAPER, labels=False)])
     Y, backprop = mixture.begin_update(paper)
     assert Y.shape == (len(PAPER), 3)  # the network's block only: the fitted member has no loss
@@ -129,7 +111,7 @@ def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
     assert numpy.allclose(mixture.predict(plain), [[0.2, 0.3, 0.5]] * 2)
     unfitted = tfidf_expert()
     assert unfitted.attrs["state"] is None
-    alone = experts([constant([0.2, 0.3, 0.5]), unfitted], [0.1, 0.9], nO=3, papers_only=[False, True])
+    alone = experts([constant([0.2, 0.3, 0.5]), unfitted], [0.1, 0.9], nO=3)
     alone.initialize(X=paper)
     assert numpy.allclose(alone.predict(paper), [[0.2, 0.3, 0.5]] * len(PAPER))
     assert fitted_members(mixture) == [member]

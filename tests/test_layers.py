@@ -131,3 +131,44 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
         except AssertionError:
             continue
         raise AssertionError(f"{check.__name__} passed on a broken package")
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def imported_test_modules(source: str, test_names: Set[str]) -> Set[str]:
+    """The test modules (``test_*`` of ``tests/``) that ``source`` imports."""
+    found: Set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.ImportFrom):  # from . import test_x / from .test_x import y
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            last = name.split(".")[-1] if name.startswith("tests.") else name
+            if last in test_names:
+                found.add(last)
+    return found
+
+
+def test_no_test_module_imports_another():
+    """Shared data and builders live in tests/helpers.py or tests/conftest.py:
+    importing a test module runs (and collects) its tests twice and ties the two."""
+    test_names = {p.stem for p in TESTS.glob("test_*.py")}
+    offenders = {p.name: sorted(imported_test_modules(p.read_text(encoding="utf8"), test_names))
+                 for p in sorted(TESTS.glob("*.py"))}
+    offenders = {name: found for name, found in offenders.items() if found}
+    assert not offenders, f"move what these share to tests/helpers.py: {offenders}"
+
+
+def test_the_test_import_check_can_fail():
+    names = {"test_search", "test_fitted"}
+    assert imported_test_modules("from test_search import PAPERS\n", names) == {"test_search"}
+    assert imported_test_modules("import test_fitted\n", names) == {"test_fitted"}
+    assert imported_test_modules("from tests.test_fitted import as_X\n", names) == {"test_fitted"}
+    assert imported_test_modules("def f():\n    from test_search import x\n", names) == {"test_search"}
+    assert imported_test_modules("from helpers import PAPER\nimport spacy\n", names) == set()

@@ -11,9 +11,12 @@ from html.parser import HTMLParser
 
 import pytest
 import spacy
+from helpers import FOUR_LABELS as LABELS
+from helpers import FOUR_PAPERS as PAPERS
+from helpers import FOUR_SECTIONS as SECTIONS
 from helpers import cli_text
+from helpers import four_papers_pipeline as tiny_pipeline
 from spacy.tokens import DocBin
-from test_search import LABELS, PAPERS, SECTIONS, tiny_pipeline
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)

@@ -7,8 +7,11 @@ import sqlite3
 import numpy
 import pytest
 import spacy
+from helpers import FOUR_LABELS as LABELS
+from helpers import FOUR_PAPERS as PAPERS
+from helpers import FOUR_SECTIONS as SECTIONS
+from helpers import four_papers_pipeline as tiny_pipeline
 from spacy.tokens import DocBin
-from spacy.training import Example
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
@@ -28,35 +31,6 @@ from spacy_rhetoric.search import (
     selector_params,
     work_dir,
 )
-
-LABELS = ["background", "objective", "method", "result"]
-PAPERS = [
-    ["Machine translation is an important problem.", "We aim to improve translation of rare words.",
-     "We propose a copy mechanism for the decoder.", "Our results show a gain of two BLEU points."],
-    ["Graph data is an important resource.", "We aim to classify nodes in large graphs.",
-     "We propose a sampling method for the encoder.", "Our results show a gain of five accuracy points."],
-    ["Speech recognition is an important task.", "We aim to reduce errors on noisy audio.",
-     "We propose an attention mechanism for the acoustic model.", "Our results show a gain of three points."],
-    ["Parsing is an important step.", "We aim to parse long sentences quickly.",
-     "We propose a chart pruning method for the parser.", "Our results show a gain of four points in speed."],
-]
-SECTIONS = ["Introduction", "Introduction", "Methods", "Results"]
-
-
-def tiny_pipeline():
-    """blank + sentencizer + classifier + encoder, trained a few steps on PAPERS."""
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("rhetoric_function_classifier")
-    nlp.add_pipe("rhetoric_sentence_encoder")
-    examples = []
-    for sents in PAPERS:
-        ref = doc_from_sentences(nlp, sents, labels=LABELS)
-        examples.append(Example(nlp.make_doc(ref.text), ref))
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(10):
-        nlp.update(examples, sgd=optimizer, losses={})
-    return nlp
 
 
 @pytest.fixture(scope="module")
