@@ -19,6 +19,8 @@ FORMATS: Dict[str, str] = {
     "acl-arc": "ACL-ARC JSON lines, one Doc per citation context",
     "clscisumm": "CL-SciSumm topics dir, one Doc per reference paper",
     "mulms-az": "MuLMS-AZ .jsonl (expert zones of full papers), one Doc per paper with headings and gold labels",
+    "coresc": "ART / CoreSC XML paper(s) (chemistry; CoreSC concepts), a file or a folder, one Doc per paper "
+              "with headings, gold coarse labels and the concept as fine label",
     "tei": "GROBID TEI XML paper(s), a file or a folder, one Doc per paper",
     "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
     "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
@@ -28,6 +30,7 @@ FORMATS: Dict[str, str] = {
 }
 DIRECTORY_FORMATS = ("clscisumm",)
 PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf", "auto")  # readers.papers; a file or a folder
+FILE_OR_FOLDER_FORMATS = PAPER_FORMATS + ("coresc",)
 
 
 def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
@@ -37,6 +40,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
         return partial(read_papers, fmt=fmt, grobid=grobid)
     from .citation_intent import read_citation_intent
     from .clscisumm import read_reference_docs
+    from .coresc import read_coresc
     from .csabstruct import read_csabstruct
     from .mulms import read_mulms
     from .pmc import read_pmc_sents
@@ -48,6 +52,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
         "acl-arc": read_citation_intent,
         "clscisumm": read_reference_docs,
         "mulms-az": read_mulms,
+        "coresc": read_coresc,
     }
     return readers[fmt]
 
@@ -78,7 +83,7 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
         raise RhetoricError(f"--grobid reads PDFs: it needs a paper format ({', '.join(PAPER_FORMATS)}), not {fmt!r}")
     directory = fmt in DIRECTORY_FORMATS
     input_path = check_input(input_path, what=f"{fmt} input", file_ok=not directory,
-                             dir_ok=directory or fmt in PAPER_FORMATS)
+                             dir_ok=directory or fmt in FILE_OR_FOLDER_FORMATS)
     output_path = check_output(output_path, what="output", inputs=[input_path], kind="spacy", force=force)
     prepare_outputs({"output": output_path})
     nlp = spacy.blank(lang)

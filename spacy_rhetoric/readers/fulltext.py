@@ -365,13 +365,16 @@ class ParagraphWalk:
     tests, a citation (``citation(element, local name)`` gives its target,
     else None: its text is marked), a sentence (``sentence_tag``: its text is
     marked, starting a new word), left out (``skip(local name)``: its text
-    but not its tail), or walked into."""
+    but not its tail), or walked into. ``separate_citations``: a citation
+    starts a new word (superscript numbers glued to the word before them in
+    the source: "effects<REF>11</REF>" -> "effects 11")."""
 
     def __init__(self, citation: Callable[[Any, str], Optional[str]], skip: Callable[[str], bool],
-                 sentence_tag: Optional[str] = None):
+                 sentence_tag: Optional[str] = None, separate_citations: bool = False):
         self.citation = citation
         self.skip = skip
         self.sentence_tag = sentence_tag
+        self.separate_citations = separate_citations
 
     def walk(self, elem, builder: TextBuilder) -> None:
         builder.add(elem.text)
@@ -379,6 +382,8 @@ class ParagraphWalk:
             name = local_name(child.tag)
             target = self.citation(child, name)
             if target is not None:
+                if self.separate_citations and builder.parts and builder.parts[-1][-1:] not in _OPENERS:
+                    builder.separate()
                 start = builder.length
                 self.walk(child, builder)
                 builder.citations.append((start, builder.length, target))
