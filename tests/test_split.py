@@ -128,3 +128,37 @@ def test_split_cli_warns_about_an_empty_side(tmp_path):
     result = _split(tmp_path, "in.spacy", "tr.spacy", "te.spacy")
     assert result.exit_code == 0
     assert "the test side is empty" in result.output
+
+
+def test_kfold_doc_ids_cover_every_id_once_seeded():
+    from spacy_rhetoric.readers.splits import kfold_doc_ids
+
+    ids = [f"b{i:03d}" for i in range(23)] * 2
+    folds = kfold_doc_ids(ids, n_folds=5, seed=0)
+    assert sorted(len(f) for f in folds) == [4, 4, 5, 5, 5]
+    assert sorted(i for f in folds for i in f) == sorted(set(ids))
+    assert folds == kfold_doc_ids(list(reversed(ids)), n_folds=5, seed=0)  # order-free
+    assert folds != kfold_doc_ids(ids, n_folds=5, seed=1)
+    # pinned: the benchmarks' folds must not move
+    assert kfold_doc_ids([f"d{i}" for i in range(6)], n_folds=3, seed=0) == [["d3", "d4"], ["d0", "d2"], ["d1", "d5"]]
+
+
+def test_split_cli_folds(tmp_path):
+    from spacy_rhetoric.readers.splits import kfold_doc_ids
+
+    ids = ["A", "B", "C", "D", "E", "F", "A"]
+    write_corpus(tmp_path / "in.spacy", ids)
+    vocab = spacy.blank("en").vocab
+    seen = []
+    for fold in range(3):
+        result = CliRunner().invoke(app, ["split", str(tmp_path / "in.spacy"), str(tmp_path / "tr.spacy"),
+                                          str(tmp_path / "te.spacy"), "--folds", "3", "--fold", str(fold)])
+        assert result.exit_code == 0, result.output
+        test = [get_doc_value(d, DOC_ID) for d in DocBin().from_disk(tmp_path / "te.spacy").get_docs(vocab)]
+        train = [get_doc_value(d, DOC_ID) for d in DocBin().from_disk(tmp_path / "tr.spacy").get_docs(vocab)]
+        assert sorted(set(test)) == kfold_doc_ids(ids, n_folds=3)[fold] and not set(test) & set(train)
+        seen += test
+    assert sorted(seen) == sorted(ids)
+    result = CliRunner().invoke(app, ["split", str(tmp_path / "in.spacy"), str(tmp_path / "tr.spacy"),
+                                      str(tmp_path / "te.spacy"), "--folds", "3", "--fold", "3"])
+    assert result.exit_code == 1 and "fold must be between 0 and 2" in " ".join(result.output.split())

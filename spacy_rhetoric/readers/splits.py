@@ -10,6 +10,13 @@ on TRAIN are scored on the same test articles as the baseline rows there.
 A doc without an id is an error (the split could not keep it disjoint).
 Command line: ``spacy-rhetoric split``.
 
+Cross-validation folds (:func:`kfold_doc_ids`; ``split --folds K --fold I``):
+the same sorted, seeded permutation of the distinct ids dealt into ``K``
+folds in turn (fold ``i`` holds permuted ids ``i``, ``i + K``, ...), so the
+folds are document-disjoint, cover every id once and differ in size by at
+most one. ``benchmarks/bench_fields.py`` cross-validates on ART / CoreSC
+(225 papers, no published split) with ``K = 5``, seed 0.
+
 With ``labels`` (one per item of ``ids``), the split is also stratified by
 label: sklearn's ``StratifiedGroupKFold`` (groups = ids) with
 ``round(1 / (1 - share))`` folds, shuffled with ``seed``; fold 0 is the test
@@ -45,6 +52,18 @@ def split_doc_ids(ids: Sequence[str], *, share: float = 0.8, seed: int = 0,
     return [distinct[i] for i in perm[:n_train]], [distinct[i] for i in perm[n_train:]]
 
 
+def kfold_doc_ids(ids: Sequence[str], *, n_folds: int = 5, seed: int = 0) -> List[List[str]]:
+    """The test ids of each of ``n_folds`` document-disjoint folds of the
+    distinct ``ids`` (see the module docstring; each fold's ids sorted)."""
+    import numpy
+
+    if int(n_folds) < 2:
+        raise RhetoricError(f"folds must be at least 2, got {n_folds}")
+    distinct = sorted(set(ids))
+    perm = numpy.random.default_rng(seed).permutation(len(distinct))
+    return [sorted(distinct[i] for i in perm[k::n_folds]) for k in range(n_folds)]
+
+
 def _stratified_group_split(ids: List[str], labels: List[str], *, share: float,
                             seed: int) -> Tuple[List[str], List[str]]:
     from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
@@ -70,16 +89,20 @@ def _stratified_group_split(ids: List[str], labels: List[str], *, share: float,
 
 
 def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: float = 0.8,
-                 seed: int = 0, force: bool = False) -> Dict[str, int]:
-    """Split the DocBin at ``input_path`` by doc id into two DocBins. The paths
-    are checked before any work (no output on an input or on the other
-    output); each output is written to a temporary file and renamed into
-    place when complete."""
+                 seed: int = 0, force: bool = False, folds: int = 0, fold: int = 0) -> Dict[str, int]:
+    """Split the DocBin at ``input_path`` by doc id into two DocBins: ``share``
+    of the ids on the train side or, with ``folds`` > 0, fold ``fold`` of
+    :func:`kfold_doc_ids` on the test side and the other folds on the train
+    side. The paths are checked before any work (no output on an input or on
+    the other output); each output is written to a temporary file and renamed
+    into place when complete."""
     import spacy
     from spacy.tokens import DocBin
 
     from ..extensions import DOC_ID, get_doc_value
 
+    if folds and not 0 <= fold < folds:
+        raise RhetoricError(f"fold must be between 0 and {folds - 1} (--folds {folds}), got {fold}")
     check_input(input_path, what="input")
     check_outputs({"train output": train_path, "test output": test_path}, inputs=[input_path],
                   kinds={"train output": "spacy", "test output": "spacy"}, force=force)
@@ -94,7 +117,11 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
         if doc_id is None:
             raise RhetoricError(f"{input_path}: doc {i} has no doc id (rhetoric_doc_id); cannot split by document")
         ids.append(str(doc_id))
-    train_ids, test_ids = split_doc_ids(ids, share=share, seed=seed)
+    if folds:
+        test_ids = kfold_doc_ids(ids, n_folds=folds, seed=seed)[fold]
+        train_ids = sorted(set(ids) - set(test_ids))
+    else:
+        train_ids, test_ids = split_doc_ids(ids, share=share, seed=seed)
     train_set = set(train_ids)
     out = {"train": DocBin(store_user_data=True), "test": DocBin(store_user_data=True)}
     counts = {"train_docs": 0, "test_docs": 0, "train_sentences": 0, "test_sentences": 0,
