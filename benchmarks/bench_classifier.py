@@ -8,8 +8,8 @@ Two sentence segmentations of the same dev abstracts:
   setting of the CSAbstruct literature, where sentences are given.
 
 Usage:
-    python benchmarks/bench_classifier.py training/classifier_cpu/model-best \
-        ../shared/data/csabstruct/dev.jsonl [--out benchmarks/results/classifier_cpu.json] \
+    python benchmarks/bench_classifier.py training/classifier_fast/model-best \
+        ../shared/data/csabstruct/dev.jsonl [--out benchmarks/results/classifier_fast.json] \
         [--modes gold]
 """
 import json

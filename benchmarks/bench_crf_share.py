@@ -1,7 +1,8 @@
 """Where a training step of a CRF config spends its time on the CPU (issue 22:
 should the CRF move to the GPU?).
 
-Builds a shipped config (default ``classifier_seq_cpu``), initializes it on
+Builds a config (default ``benchmarks/configs/classifier_seq_cpu.cfg``; a name
+is looked up in benchmarks/configs/, then among the shipped configs), initializes it on
 the first ``--init-docs`` CSAbstruct train abstracts and runs ``--steps``
 ``nlp.update`` steps on batches of ``--batch-size`` abstracts under cProfile.
 Reports per step: the whole update, the CRF's host-side torch work
@@ -30,6 +31,7 @@ from spacy_rhetoric.readers.csabstruct import read_csabstruct
 from spacy_rhetoric.resources import config_path
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCHMARK_CONFIGS = ROOT / "benchmarks" / "configs"
 TRAIN = ROOT.parent / "shared" / "data" / "csabstruct" / "train.jsonl"
 
 
@@ -45,7 +47,8 @@ def main(config: str = typer.Option("classifier_seq_cpu"), steps: int = typer.Op
          batch_size: int = typer.Option(16), init_docs: int = typer.Option(200),
          out: Path = typer.Option(None)) -> None:
     fix_random_seed(0)
-    cfg = spacy.util.load_config(config_path(config), interpolate=True)
+    path = BENCHMARK_CONFIGS / f"{config}.cfg"
+    cfg = spacy.util.load_config(path if path.is_file() else config_path(config), interpolate=True)
     nlp = spacy.util.load_model_from_config(cfg, auto_fill=True, validate=True)
     docs = list(read_csabstruct(TRAIN, nlp.vocab, limit=max(init_docs, steps * batch_size)))
     examples = [Example(nlp.make_doc(d.text), d) for d in docs]

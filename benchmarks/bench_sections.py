@@ -1,5 +1,5 @@
 """Section-aware function labels: the same network and training budget with
-and without the section input (configs/classifier_sections_cpu.cfg,
+and without the section input (configs/classifier_sections.cfg,
 ``use_sections`` true / false), trained on the multi-source corpus of
 ``spacy_rhetoric.readers.section_labels`` (CSAbstruct train + PMC-Sents-FULL
 train_fit + CL-SciSumm papers with weak labels from their tagged sections).
@@ -48,7 +48,7 @@ def train(corpus: Path, output: Path, steps: int, eval_frequency: int) -> None:
         if (out / "model-last" / "meta.json").exists():
             print(f"reusing {out}")
             continue
-        cmd = [sys.executable, "-m", "spacy", "train", str(config_path("classifier_sections_cpu")), "--output",
+        cmd = [sys.executable, "-m", "spacy", "train", str(config_path("classifier_sections")), "--output",
                str(out), "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
                "--training.max_steps", str(steps), "--training.eval_frequency", str(eval_frequency),
                "--components.rhetoric_function_classifier.model.use_sections", flag]

@@ -26,7 +26,7 @@ seeds) and plotted to ``<out>/open_set.png``: P@1 and MAP@R against the number
 of training labels, one colour per loss, solid = unseen labels, dashed = all.
 
     python benchmarks/open_set.py --train corpus/distant/train.spacy --valid corpus/distant/valid.spacy \
-        --config configs/encoder_cpu.cfg --losses SoftmaxLoss,BatchAllTripletLoss,ArcFaceLoss,MultiSimilarityLoss,NTXentLoss \
+        --config configs/encoder.cfg --losses SoftmaxLoss,BatchAllTripletLoss,ArcFaceLoss,MultiSimilarityLoss,NTXentLoss \
         --label-counts 10,20,40 --seeds 0,1,2,3,4 --epochs 2 --out benchmarks/out/open_set
 
 A label count at or above the number of distant labels uses every label
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", type=Path, default=Path("corpus/distant/train.spacy"))
     ap.add_argument("--valid", type=Path, default=Path("corpus/distant/valid.spacy"))
-    ap.add_argument("--config", type=Path, default=Path("configs/encoder_cpu.cfg"))
+    ap.add_argument("--config", type=Path, default=Path("configs/encoder.cfg"))
     ap.add_argument("--losses", default="SoftmaxLoss,BatchAllTripletLoss,ArcFaceLoss,MultiSimilarityLoss,NTXentLoss")
     ap.add_argument("--label-counts", default="10,20,40")
     ap.add_argument("--seeds", default="0,1,2,3,4")

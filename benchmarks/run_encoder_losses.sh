@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Train an encoder config once per metric loss on CSAbstruct train (PK batches) and
 # score model-best on CSAbstruct dev with benchmarks/bench_encoder.py.
-#   [CONFIG=configs/encoder_trf.cfg] [UNIT=sentence|doc|both] [EVAL_EVERY=25] \
+#   [CONFIG=benchmarks/configs/encoder_trf.cfg] [UNIT=sentence|doc|both] [EVAL_EVERY=25] \
 #     bash benchmarks/run_encoder_losses.sh [TIME_LIMIT] [MAX_STEPS] [LOSSES...]
-# Models go to training/encoder_<loss>/ (training/encoder_cpu_<loss>/ for encoder_cpu.cfg).
+# Models go to training/encoder_<loss>/ (training/encoder_cpu_<loss>/ for configs/encoder.cfg).
 # Runs all losses in parallel (1 torch thread each, nice 10). Each training is bounded by
 # MAX_STEPS and by TIME_LIMIT (GNU timeout); model-best is selected on the first 300 dev
 # sentences every EVAL_EVERY steps, so a run cut by the time limit still leaves a model-best.
@@ -15,10 +15,10 @@ shift 2 2>/dev/null || shift $#
 LOSSES=${*:-"SoftmaxLoss BatchAllTripletLoss ArcFaceLoss MultiSimilarityLoss NTXentLoss"}
 TRAIN=${TRAIN:-corpus/csabstruct/train.spacy}
 DEV=${DEV:-corpus/csabstruct/dev.spacy}
-CONFIG=${CONFIG:-configs/encoder_trf.cfg}
+CONFIG=${CONFIG:-benchmarks/configs/encoder_trf.cfg}
 UNIT=${UNIT:-both}
 EVAL_EVERY=${EVAL_EVERY:-25}
-case "$CONFIG" in *encoder_cpu*) PREFIX=encoder_cpu_ ;; *) PREFIX=encoder_ ;; esac
+case "$CONFIG" in configs/encoder.cfg|*/configs/encoder.cfg) PREFIX=encoder_cpu_ ;; *) PREFIX=encoder_ ;; esac
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 for loss in $LOSSES; do
   out=training/${PREFIX}${loss}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The per-fold trainings of benchmarks/bench_fullpaper.py: for each MuLMS-AZ fold, the full-paper classifier
-# (configs/classifier_fullpaper_cpu.cfg) trained on CSAbstruct train + the other four folds'
+# (configs/classifier.cfg) trained on CSAbstruct train + the other four folds'
 # papers (each paper 3 times), model-last kept (no model selection on the held-out fold).
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/run_fullpaper_cv.sh [extra spacy train overrides]
 # A fold whose model-last exists is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
@@ -18,7 +18,7 @@ run_fold() {
   [ -d "$dir/model/model-last" ] && { echo "$fold: done"; return 0; }
   [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" --fullpaper \
       --heldout-folds "$fold" > "$dir.corpus.json"
-  $PY -m spacy train configs/classifier_fullpaper_cpu.cfg --output "$dir/model" \
+  $PY -m spacy train configs/classifier.cfg --output "$dir/model" \
     --paths.train "$dir/train.spacy" --paths.dev "$dir/dev.spacy" --training.max_steps "$STEPS" \
     --training.eval_frequency 1000 "$@" > "$dir/train.log" 2>&1
   echo "$fold: trained"

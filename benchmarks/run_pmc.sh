@@ -24,7 +24,7 @@ mkdir -p $C benchmarks/out/pmc
 # classifier (isolated sentences)
 out=training/pmc/classifier
 if [ ! -d $out/model-best ]; then
-  $PY -m spacy train configs/classifier_isolated_cpu.cfg --output $out \
+  $PY -m spacy train benchmarks/configs/classifier_isolated_cpu.cfg --output $out \
     --paths.train $C/train_fit.spacy --paths.dev $C/valid.spacy \
     --corpora.train.@readers spacy_rhetoric.SentenceCorpus.v1 --corpora.dev.@readers spacy_rhetoric.SentenceCorpus.v1 \
     --training.max_steps "$STEPS" --training.eval_frequency 150 > benchmarks/out/pmc/classifier_train.log 2>&1
@@ -34,7 +34,7 @@ $PY -m spacy_rhetoric evaluate $out/model-best $C/test.spacy --unit sentence --o
 for loss in $LOSSES; do
   out=training/pmc/encoder_$loss
   if [ ! -d $out/model-best ]; then
-    $PY -m spacy train configs/encoder_cpu.cfg --output $out \
+    $PY -m spacy train configs/encoder.cfg --output $out \
       --paths.train $C/train_fit.spacy --paths.dev $C/valid.spacy \
       --components.rhetoric_sentence_encoder.loss.@misc "spacy_rhetoric.${loss}.v1" \
       --training.max_steps "$STEPS" --training.eval_frequency 150 \

@@ -10,7 +10,7 @@ looked up in that order, so the same code works from an installed wheel, an
 editable install (``pip install -e .``) and a plain checkout on
 ``PYTHONPATH``::
 
-    python -m spacy train "$(python -c 'from spacy_rhetoric.resources import config_path; print(config_path("classifier_cpu"))')" ...
+    python -m spacy train "$(python -c 'from spacy_rhetoric.resources import config_path; print(config_path("classifier"))')" ...
 """
 from pathlib import Path
 from typing import List
@@ -50,8 +50,8 @@ def config_names() -> List[str]:
 
 
 def config_path(name: str) -> Path:
-    """Filesystem path of the packaged config ``name`` (``"classifier_cpu"``
-    or ``"classifier_cpu.cfg"``); a FileNotFoundError listing the available
+    """Filesystem path of the packaged config ``name`` (``"classifier"``
+    or ``"classifier.cfg"``); a FileNotFoundError listing the available
     configs otherwise."""
     filename = name if name.endswith(".cfg") else f"{name}.cfg"
     path = data_dir(CONFIGS) / filename

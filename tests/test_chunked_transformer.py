@@ -11,6 +11,7 @@ from spacy_rhetoric.ml import transformer as chunked
 from spacy_rhetoric.util import resolve_hf_model
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+BENCHMARK_CONFIGS = CONFIGS.parent / "benchmarks" / "configs"
 TEXT = " ".join(
     f"Sentence number {i} describes the {w} of our method on the benchmark data." for i, w in
     enumerate(["aim", "result", "sample", "gap", "design", "limits"] * 6)
@@ -77,9 +78,10 @@ def test_negative_slice_size_is_an_error():
         chunked.ChunkedTransformerModel("x", lambda docs: [], max_windows_per_pass=-1)
 
 
-@pytest.mark.parametrize("name", ["classifier_trf.cfg", "encoder_trf.cfg", "rhetoric_trf.cfg"])
-def test_transformer_configs_slice_windows(name):
-    config = spacy.util.load_config(CONFIGS / name)
+@pytest.mark.parametrize("path", [BENCHMARK_CONFIGS / "classifier_trf.cfg", BENCHMARK_CONFIGS / "encoder_trf.cfg",
+                                  CONFIGS / "rhetoric_trf.cfg"])
+def test_transformer_configs_slice_windows(path):
+    config = spacy.util.load_config(path)
     model = config["components"]["transformer"]["model"]
     assert model["@architectures"] == "spacy_rhetoric.ChunkedTransformerModel.v1"
     assert model["max_windows_per_pass"] > 0

@@ -8,8 +8,7 @@ import random
 
 import pytest
 import spacy
-from helpers import cli_text
-from test_mulms import RECORD as MULMS_RECORD
+from helpers import MULMS_RECORD, cli_text
 
 from spacy_rhetoric.apps import demo
 from spacy_rhetoric.resources import config_names, config_path
@@ -149,7 +148,7 @@ def test_run_writes_pipeline_and_reuses_models(tiny_models, monkeypatch, tmp_pat
     counts = demo.run(None, output, classifier_steps=3, encoder_steps=3)
     out = capsys.readouterr().out
     assert out.count("reusing") == 2
-    assert f"configs from {config_path('classifier_cpu').parent}" in out
+    assert f"configs from {config_path('classifier').parent}" in out
     assert counts["sentences"] > 10  # the packaged sample paper
     nlp = spacy.load(output / "pipeline")
     assert nlp.pipe_names[-4:] == ["rhetoric_phrase_labeler", "rhetoric_section_tagger",
@@ -201,14 +200,14 @@ def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
 
 
 def test_packaged_configs_and_sample_paper():
-    assert {"classifier_cpu", "classifier_sections_cpu", "classifier_fullpaper_cpu", "encoder_cpu",
-            "fine_classifier_cpu", "rhetoric_trf"} <= set(config_names())
-    spacy.util.load_config(config_path("classifier_sections_cpu"))
-    assert demo.CLASSIFIER_CONFIG == "classifier_fullpaper_cpu"
+    assert set(config_names()) == {"classifier", "classifier_fast", "classifier_sections", "encoder",
+                                   "fine_classifier", "rhetoric_trf"}
+    spacy.util.load_config(config_path("classifier_sections"))
+    assert (demo.CLASSIFIER_CONFIG, demo.ENCODER_CONFIG) == ("classifier", "encoder")
     config = spacy.util.load_config(config_path(demo.CLASSIFIER_CONFIG))
     assert config["corpora"]["train"]["section_dropout"] > 0
-    assert config_path("encoder_cpu.cfg") == config_path("encoder_cpu")
-    spacy.util.load_config(config_path("classifier_cpu"))
-    with pytest.raises(FileNotFoundError, match="available: classifier_cpu"):
+    assert config_path("encoder.cfg") == config_path("encoder")
+    spacy.util.load_config(config_path("classifier_fast"))
+    with pytest.raises(FileNotFoundError, match="available: classifier, classifier_fast"):
         config_path("nope")
     assert demo.sample_paper().read_text(encoding="utf8").strip()

@@ -18,6 +18,7 @@ import numpy
 import pytest
 import spacy
 from device_sim import DeviceArray, device_ops, host, is_device_array, record, summary
+from helpers import BENCHMARK_CONFIGS
 from numpy.testing import assert_allclose
 from spacy.tokens import DocBin
 from spacy.training import Example
@@ -31,7 +32,10 @@ from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.resources import config_names, config_path
 
-CONFIGS = config_names()
+# the shipped configs and the benchmarks' ablation configs (benchmarks/configs/)
+CONFIG_PATHS = {**{name: config_path(name) for name in config_names()},
+                **{f"benchmarks/{p.stem}": p for p in sorted(BENCHMARK_CONFIGS.glob("*.cfg"))}}
+CONFIGS = sorted(CONFIG_PATHS)
 # Layers that run only on numpy arrays: thinc's SparseLinear (Cython forward on
 # numpy parameters), spaCy's extract_ngrams and ours (numpy n-gram hashing).
 NUMPY_ONLY = {"sparse_linear", "extract_ngrams", "sentence_ngrams"}
@@ -118,7 +122,7 @@ def numpy_layers_outside_cpu(model):
 
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_shipped_config_keeps_numpy_layers_on_cpu(config_name):
-    config = spacy.util.load_config(config_path(config_name))
+    config = spacy.util.load_config(CONFIG_PATHS[config_name])
     nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=False)
     found = {}
     for name, pipe in nlp.components:
@@ -263,7 +267,7 @@ def _write_corpus(config_name: str, directory: Path) -> Path:
              ["Citation graphs are large.", "We train a ranking network.", "Recall improves on both sets."],
              ["Tagging matters for search.", "We train a tagger on news.", "Accuracy improves on tweets."]] * 4
     labels = [["background", "method", "result"]] * len(texts)
-    reader = spacy.util.load_config(config_path(config_name))["corpora"]["train"]["@readers"]
+    reader = spacy.util.load_config(CONFIG_PATHS[config_name])["corpora"]["train"]["@readers"]
     if reader == "spacy_rhetoric.CSAbstructCorpus.v1":
         path = directory / "train.jsonl"
         path.write_text("".join(json.dumps({"sentences": t, "labels": labs}) + "\n" for t, labs in zip(texts, labels)),
@@ -286,7 +290,7 @@ def _write_corpus(config_name: str, directory: Path) -> Path:
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_one_training_step_on_gpu(config_name, tmp_path):
     corpus = _write_corpus(config_name, tmp_path)
-    cmd = [sys.executable, "-m", "spacy", "train", str(config_path(config_name)),
+    cmd = [sys.executable, "-m", "spacy", "train", str(CONFIG_PATHS[config_name]),
            "--output", str(tmp_path / "out"), "--gpu-id", str(GPU_ID),
            "--paths.train", str(corpus), "--paths.dev", str(corpus),
            "--training.max_steps", "1", "--training.eval_frequency", "1"]

@@ -6,12 +6,11 @@ extractor (classifier_sections_minilm_cpu.cfg, the demo's classifier):
 import numpy
 import pytest
 import spacy
-from helpers import entry_point_names, save_tiny_bert
+from helpers import benchmark_config, entry_point_names, save_tiny_bert
 from spacy.tokens import DocBin
 
 from spacy_rhetoric.extensions import set_sent_labels
 from spacy_rhetoric.ml.transformer import make_initialize_frozen
-from spacy_rhetoric.resources import config_path
 
 SENTS = [
     ("Parsing is hard for languages with little data.", "background"),
@@ -46,7 +45,7 @@ def _weights(nlp):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """classifier_sections_minilm_cpu.cfg trained 30 steps with a tiny BERT."""
+    """benchmarks/configs/classifier_sections_minilm_cpu.cfg trained 30 steps with a tiny BERT."""
     import torch
     from spacy.cli.train import train
 
@@ -59,7 +58,7 @@ def trained(tmp_path_factory):
                  "components.transformer.model.name.name": str(bert),
                  "components.rhetoric_function_classifier.model.width": 32,
                  "training.optimizer.learn_rate": 0.01}
-    train(config_path("classifier_sections_minilm_cpu"), tmp_path / "out", use_gpu=-1, overrides=overrides)
+    train(benchmark_config("classifier_sections_minilm_cpu"), tmp_path / "out", use_gpu=-1, overrides=overrides)
     return tmp_path / "out" / "model-last", bert
 
 
@@ -134,7 +133,7 @@ def test_initialize_frozen_names_a_missing_component():
 
 def test_initialize_frozen_registered():
     assert "spacy_rhetoric.initialize_frozen.v1" in entry_point_names("spacy_callbacks")
-    config = spacy.util.load_config(config_path("classifier_sections_minilm_cpu"))
+    config = spacy.util.load_config(benchmark_config("classifier_sections_minilm_cpu"))
     assert config["training"]["frozen_components"] == ["transformer"]
     assert config["training"]["annotating_components"] == ["transformer"]
     assert config["initialize"]["before_init"]["@callbacks"] == "spacy_rhetoric.initialize_frozen.v1"

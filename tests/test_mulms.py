@@ -4,35 +4,13 @@ import json
 import numpy
 import pytest
 import spacy
+from helpers import MULMS_RECORD as RECORD
 from spacy.tokens import DocBin
 
 from spacy_rhetoric.extensions import get_doc_value, get_span_value
 from spacy_rhetoric.pipeline.function_classifier import FunctionClassifier
 from spacy_rhetoric.readers.common import ReaderError, ReadStats
 from spacy_rhetoric.readers.mulms import acceptable_labels, primary_label, read_mulms
-
-
-def _sent(text, heading=None, structure=(), coarse=()):
-    return {"text": text, "heading": heading, "structure": list(structure), "az": [], "coarse": list(coarse)}
-
-
-RECORD = {
-    "doc_id": "steel_01", "title": "Hard steel", "split": "train", "fold": "train2",
-    "sentences": [
-        _sent("Journal of Steel 3 (2020) 1-9.", structure=["Metadata"]),
-        _sent("Hard steel", "Hard steel", ["Heading"]),
-        _sent("A B S T R A C T", "A B S T R A C T", ["Heading"]),
-        _sent("Steel is hard to make.", "A B S T R A C T", coarse=["background"]),
-        _sent("We show how to make it harder.", "A B S T R A C T", coarse=["objective", "method"]),
-        _sent("1. Introduction", "1. Introduction", ["Heading"]),
-        _sent("Hardness matters in gears.", "1. Introduction", coarse=["background"]),
-        _sent("Fig. 1. A gear under load.", "1. Introduction", ["Caption"], coarse=["result"]),
-        _sent("10-13", "1. Introduction"),
-        _sent("Thus hardness is what gears need.", "1. Introduction", coarse=["conclusion"]),
-        _sent("Thanks", "Thanks", ["Acknowledgment", "Heading"]),
-        _sent("We thank the funder.", "Thanks", ["Acknowledgment"]),
-    ],
-}
 
 
 def test_labels_of_zones():

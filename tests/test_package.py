@@ -226,7 +226,7 @@ ASSET_NAMES = sorted(p.name for p in (REPO / "assets").iterdir() if p.suffix in 
 
 def test_configs_and_assets_live_at_the_top_of_the_checkout():
     """One copy in git: configs/ and assets/ beside project.yml, none in the package folder."""
-    assert {"classifier_cpu", "encoder_cpu", "fine_classifier_cpu", "rhetoric_trf"} <= set(CONFIG_NAMES)
+    assert {"classifier", "classifier_fast", "encoder", "fine_classifier", "rhetoric_trf"} <= set(CONFIG_NAMES)
     assert {"sample_paper.txt", "section_rules.json", "section_model.json"} <= set(ASSET_NAMES)
     assert not list((REPO / "spacy_rhetoric").glob("configs/*.cfg"))
     assert not list((REPO / "spacy_rhetoric").glob("assets/*.json"))
@@ -260,7 +260,7 @@ from spacy_rhetoric.resources import asset_path, config_names, config_path
 from spacy_rhetoric.section_headings import HeadingClassifier, HeadingRules
 rules = HeadingRules.packaged()
 print(json.dumps({"spacy_rhetoric_file": spacy_rhetoric.__file__, "configs": config_names(),
-                  "classifier_cpu": str(config_path("classifier_cpu")),
+                  "classifier": str(config_path("classifier")),
                   "sample_paper": str(asset_path("sample_paper.txt")),
                   "heading_classes": HeadingClassifier.packaged().classes,
                   "n_rules": len(rules), "introduction": rules.match("introduction").category}))
@@ -281,7 +281,7 @@ def test_installed_wheel_finds_its_configs_and_assets(tmp_path, rhetoric_wheel_f
     package = scratch.resolve() / "spacy_rhetoric"
     assert Path(info["spacy_rhetoric_file"]).resolve() == package / "__init__.py", info
     assert info["configs"] == CONFIG_NAMES
-    assert Path(info["classifier_cpu"]) == package / "configs" / "classifier_cpu.cfg"
+    assert Path(info["classifier"]) == package / "configs" / "classifier.cfg"
     assert Path(info["sample_paper"]) == package / "assets" / "sample_paper.txt"
     assert "method" in info["heading_classes"] and info["n_rules"] > 5 and info["introduction"] == "introduction", info
 

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 CONFIG_RE = re.compile(r"configs/([\w.-]+)\.cfg")
 PROFILE_CONFIGS = {
-    "all": {"rhetoric_trf", "classifier_fullpaper_cpu", "fine_classifier_cpu"},
-    "all-fast": {"classifier_cpu", "classifier_fullpaper_cpu", "encoder_cpu", "fine_classifier_cpu"},
+    "all": {"rhetoric_trf", "classifier", "fine_classifier"},
+    "all-fast": {"classifier_fast", "classifier", "encoder", "fine_classifier"},
 }
 
 
@@ -89,6 +89,44 @@ def test_scripts_reference_existing_configs_settings_and_commands(tmp_path):
             for part in opt[2:].split("."):
                 assert part in node, (args[4], opt)
                 node = node[part]
+
+
+# a test uses a config when it loads it by name: config_path("x"), CONFIGS / "x.cfg", "configs" / "x.cfg"
+TEST_CONFIG_RE = re.compile(r"""config_path\(\s*["']([\w.-]+?)(?:\.cfg)?["']|["']configs["']\s*/\s*["']([\w.-]+)\.cfg["']"""
+                            r"""|CONFIGS\s*/\s*["']([\w.-]+)\.cfg["']""")
+
+
+def unused_configs(names, project_words, demo_configs, test_sources):
+    """The config names that project.yml (its interpolated scripts and deps),
+    the demo (its ``*_CONFIG`` names) and the tests (loading one by name) all leave unused."""
+    used = {cfg for word in project_words for cfg in CONFIG_RE.findall(word)} | set(demo_configs)
+    for source in test_sources:
+        used.update(name for groups in TEST_CONFIG_RE.findall(source) for name in groups if name)
+    return sorted(set(names) - used)
+
+
+def test_every_shipped_config_is_used(tmp_path):
+    """A config in configs/ is trained by project.yml, by the demo or loaded by a
+    test; an ablation the benchmarks alone use lives in benchmarks/configs/."""
+    from spacy_rhetoric.apps import demo
+
+    config = project(tmp_path)
+    words = [word for _, args in scripts(config) for word in args]
+    words += [dep for command in config["commands"] for dep in command.get("deps", [])]
+    demo_configs = [value for name, value in vars(demo).items() if name.endswith("_CONFIG")]
+    sources = [path.read_text(encoding="utf8") for path in sorted((ROOT / "tests").glob("*.py"))]
+    names = sorted(path.stem for path in CONFIGS.glob("*.cfg"))
+    assert names and demo_configs
+    unused = unused_configs(names, words, demo_configs, sources)
+    assert not unused, f"used by no workflow, demo or test: move to benchmarks/configs/ or delete: {unused}"
+
+
+def test_the_unused_config_check_can_fail():
+    words = ["configs/classifier.cfg", "training/x"]
+    sources = ['config_path("encoder")', 'spacy.util.load_config(CONFIGS / "rhetoric_trf.cfg")',
+               'ROOT / "configs" / "fine.cfg"', '{"listed_only"}']
+    names = ["classifier", "encoder", "fine", "listed_only", "rhetoric_trf", "demo_one"]
+    assert unused_configs(names, words, ["demo_one"], sources) == ["listed_only"]
 
 
 def trained_source(with_encoder: bool):

@@ -14,7 +14,7 @@ def test_checkout_folders_are_found():
     # this test run imports the checkout (PYTHONPATH or `pip install -e .`)
     assert resources.data_dir("configs") == REPO / "configs"
     assert resources.data_dir("assets") == REPO / "assets"
-    assert resources.config_path("classifier_cpu") == REPO / "configs" / "classifier_cpu.cfg"
+    assert resources.config_path("classifier") == REPO / "configs" / "classifier.cfg"
     assert resources.asset_path("section_rules.json") == REPO / "assets" / "section_rules.json"
 
 
@@ -56,5 +56,5 @@ def test_missing_folders_are_one_clear_error(tmp_path, monkeypatch):
 
 
 def test_unknown_config_lists_the_available_ones():
-    with pytest.raises(FileNotFoundError, match="no packaged config 'nope.cfg'; available: .*classifier_cpu"):
+    with pytest.raises(FileNotFoundError, match="no packaged config 'nope.cfg'; available: .*classifier_fast"):
         resources.config_path("nope")

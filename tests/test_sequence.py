@@ -184,10 +184,10 @@ def test_viterbi_scores_are_the_path():
 
 
 @pytest.mark.parametrize("name", ["classifier_seq_cpu", "classifier_seq_trf"])
-def test_packaged_configs(name):
-    from spacy_rhetoric.resources import config_path
+def test_benchmark_configs(name):
+    from helpers import benchmark_config
 
-    config = spacy.util.load_config(config_path(name))
+    config = spacy.util.load_config(benchmark_config(name))
     model = config["components"]["rhetoric_function_classifier"]["model"]
     assert model["@architectures"] == "spacy_rhetoric.SequenceSentenceClassifier.v1"
     assert model["decode"] == "marginal"

@@ -16,7 +16,7 @@ step) and by ``spacy-rhetoric demo``.
   classifier + encoder) keep it, sourced once, so it runs once per doc.
 - No two components may write one sentence field: two classifiers need
   different ``label_field``/``scores_field`` (the fine classifier of
-  ``configs/fine_classifier_cpu.cfg`` writes ``fine_label``), and one encoder
+  ``configs/fine_classifier.cfg`` writes ``fine_label``), and one encoder
   writes the vectors. That is checked before anything is written.
 """
 from pathlib import Path
@@ -94,7 +94,7 @@ def shared_upstream(source: Language, name: str, factories: Sequence[str], nlp: 
     then the component gets its own copy (``detach_listeners``).
 
     A transformer listener that is not the component's ``model.tok2vec`` (one
-    input of a ``concatenate``, classifier_sections_minilm_cpu.cfg) cannot be
+    input of a ``concatenate``, benchmarks/configs/classifier_sections_minilm_cpu.cfg) cannot be
     copied in: spaCy's ``replace_listeners`` hands a transformer's
     ``replace_listener_cfg`` the ``model.tok2vec`` block whatever the path.
     Its upstream is then sourced as a component of its own even with one
@@ -144,7 +144,7 @@ def check_fields(nlp: Language) -> None:
             if field in writers:
                 raise RhetoricError(
                     f"{writers[field]} and {name} both write the sentence field {field!r}: train the fine "
-                    f"classifier with label_field = \"fine_label\" (configs/fine_classifier_cpu.cfg), "
+                    f"classifier with label_field = \"fine_label\" (configs/fine_classifier.cfg), "
                     f"and use one encoder")
             writers[field] = name
 

@@ -4,19 +4,16 @@ assemble them with the English parser, the phrase labeler and the section
 tagger into one pipeline (``spacy_rhetoric.apps.assemble``), and annotate a paper
 with it, section by section.
 
-- Classifier: ``configs/classifier_fullpaper_cpu.cfg`` (the
+- Classifier: ``configs/classifier.cfg``, the default (the
   section of each sentence is evidence the model weighs -- section dropout in
   training --, positions count within sections, hashed n-grams beside the
   tok2vec, a CRF over each section's sentences; back matter is ``other`` by
   rule), ``DEFAULT_CLASSIFIER_STEPS`` steps, on real sentence functions
   (``readers.section_labels.write_fullpaper_corpus``): CSAbstruct train and
   the MuLMS-AZ full papers with expert zones (when present in the data
-  directory). Until 2026-11-24 it was ``classifier_sections_cpu`` on weak
-  labels from section names, which learned label = section
-  (benchmarks/README.md "Full papers").
-  The demo's fine-tune of the classifier's MiniLM member is half a pass
-  (``DEMO_CLASSIFIER_SETTINGS``).
-- Encoder: ``encoder_cpu.cfg`` on CSAbstruct, trained in a child process
+  directory). The demo's fine-tune of the classifier's MiniLM member is half
+  a pass (``DEMO_CLASSIFIER_SETTINGS``).
+- Encoder: ``configs/encoder.cfg`` on CSAbstruct, trained in a child process
   beside the classifier on a machine with two cores or more
   (:class:`BackgroundTraining`).
 - Paper: any file ``read_papers`` reads (PDF, GROBID TEI, JATS, S2ORC, text);
@@ -53,14 +50,13 @@ MULMS_FILE = "mulms-az/train.jsonl"
 SCISUMM_DIR = "cl-scisumm/training-40-manual"
 TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
 SAMPLE_PAPER = "sample_paper.txt"
-CLASSIFIER_CONFIG = "classifier_fullpaper_cpu"
-# 800 steps of the network (about 2.5 CPU minutes; its dev scores at 500 and 1000 steps were within 0.01 of those
-# at 1500), beside the members fitted at initialize (benchmarks/README.md "The demo in 8 minutes")
+CLASSIFIER_CONFIG = "classifier"
+ENCODER_CONFIG = "encoder"
+# 800 steps of the network, beside the members fitted at initialize (RESULTS.md: the demo's time and scores)
 DEFAULT_CLASSIFIER_STEPS = 800
 DEFAULT_ENCODER_STEPS = 400
 # The demo's classifier is the packaged config with a shorter fine-tune of its MiniLM member (half a pass over
-# the papers' sentences instead of one), so that ``make demo`` fits in 8 minutes on two cores
-# (benchmarks/README.md "The demo in 8 minutes").
+# the papers' sentences instead of one), so that ``make demo`` fits in 8 minutes on two cores.
 DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.finetuned_epochs": 0.5}
 
 
@@ -288,10 +284,10 @@ def _mtime(path: Path) -> int:
 
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
                       retrain: bool = False, background: Optional[bool] = None) -> Tuple[Path, Path]:
-    """Train the CPU classifier (packaged config ``classifier_fullpaper_cpu``
+    """Train the CPU classifier (packaged config ``classifier``
     with ``DEMO_CLASSIFIER_SETTINGS``: tok2vec + context architecture + section
     input + n-grams + CRF, section dropout, and the members fitted at
-    initialize) on CSAbstruct + MuLMS-AZ and the encoder (``encoder_cpu``) on
+    initialize) on CSAbstruct + MuLMS-AZ and the encoder (``encoder``) on
     CSAbstruct into ``output``. With ``background`` (default: on a machine
     with two cores or more) the encoder trains in a child process beside the
     classifier (:class:`BackgroundTraining`), its log in ``output/encoder.log``."""
@@ -304,7 +300,7 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     encoder_overrides = training_overrides(train_spacy, dev_spacy, encoder_steps)
     # The config's warm-up schedule runs to training.max_steps; keep it short.
     encoder_overrides["training.optimizer.learn_rate.warmup_steps"] = max(1, encoder_steps // 10)
-    encoder_config = config_path("encoder_cpu")
+    encoder_config = config_path(ENCODER_CONFIG)
     encoder_job = None
     if background:
         print(f"\n== training the sentence encoder ({encoder_steps} steps) beside the classifier ==")
@@ -425,7 +421,7 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
     check_output(output, what="demo output directory", inputs=inputs, dir_ok=True)
     pipeline_dir = check_pipeline_output(output / "pipeline", inputs=inputs)
     print(f"spacy_rhetoric {__version__}; data from {data.train.parent.parent}; "
-          f"configs from {config_path('classifier_cpu').parent}")
+          f"configs from {config_path(CLASSIFIER_CONFIG).parent}")
 
     classifier, encoder = train_demo_models(
         data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain)
@@ -443,6 +439,6 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
           f"macro {clf.get('rhetoric_f_macro', float('nan')):.3f}")
     print(f"  encoder P@1 {enc.get('encoder_p_at_1', float('nan')):.3f}, "
           f"MAP@R {enc.get('encoder_map_at_r', float('nan')):.3f}")
-    print("  (longer training with the configs in configs/ does better; see benchmarks/README.md)")
+    print("  (longer training with the configs in configs/ does better; see RESULTS.md)")
     print(f"done in {time.perf_counter() - start:.0f} s")
     return counts

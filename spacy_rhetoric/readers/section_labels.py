@@ -1,5 +1,5 @@
 """The multi-source corpus of the section-aware function classifier
-(``configs/classifier_sections_cpu.cfg``): coarse labels
+(``configs/classifier_sections.cfg``): coarse labels
 ``background / objective / method / result / other`` and each sentence's
 section category, from three sources.
 
@@ -340,7 +340,7 @@ def mulms_docs(path: Union[str, Path], nlp: Language, tagger, *, folds: Optional
 def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
                            heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
                            lang: str = "en") -> Dict[str, Dict[str, int]]:
-    """The full-paper classifier's corpus (``configs/classifier_fullpaper_cpu.cfg``)
+    """The full-paper classifier's corpus (``configs/classifier.cfg``)
     from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
     MuLMS-AZ files)."""
     data = Path(data)
