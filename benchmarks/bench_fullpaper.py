@@ -31,7 +31,7 @@ this classifier: not trained on MuLMS, so the same model for every fold);
 trained on CSAbstruct train + the other folds' papers); ``--cv-before``: the
 same for an earlier classifier (its own rows); each also with the sections
 hidden (``no sections``: plain text); ``--member-rows``: for a
-``FullPaperSentenceClassifier.v2`` or ``.v3`` in ``--cv-dir``, each member alone and
+``FullPaperSentenceClassifier.v3`` in ``--cv-dir``, each member alone and
 the mixtures of ``MEMBER_MIXTURES`` (the same trained models, their
 ``experts`` weights set at prediction).
 

@@ -1,5 +1,5 @@
 """Refit the closed-form members of saved full-paper classifiers
-(``FullPaperSentenceClassifier.v2`` and ``.v3``: ``ml/fitted.py``, ``ml/finetuned.py``) with
+(``FullPaperSentenceClassifier.v3``: ``ml/fitted.py``, ``ml/finetuned.py``) with
 other settings, keeping the trained network as it is.
 
 The fitted members take no part in training (the network's loss, its random

@@ -18,8 +18,6 @@ NO = [("nO", None)]
 EXPECTED = {
     "ContextSentenceClassifier.v1": TRUNK + NO,
     "SequenceSentenceClassifier.v1": TRUNK + HEAD + NO,
-    "SectionAwareSentenceClassifier.v1": TRUNK + SECTIONS + NO,
-    "SectionAwareSentenceClassifier.v2": TRUNK + SECTIONS + HEAD + [("segments", "sections")] + NO,
     "SectionAwareSentenceClassifier.v3": TRUNK + SECTIONS + HEAD + [("segments", "sections"),
                                                                     ("positions", "sections")] + NO,
     "ContextSentenceEncoder.v1": [TRUNK[0], TRUNK[1], ("width", 256), *TRUNK[3:7], ("projection_width", 256),

@@ -51,9 +51,9 @@ ARCHITECTURES = {
     "ContextSentenceClassifier.v1-lstm": dict(SMALL, encoder="lstm"),
     "SequenceSentenceClassifier.v1": dict(SMALL, **NGRAMS),
     "SequenceSentenceClassifier.v1-viterbi": dict(SMALL, decode="viterbi", **NGRAMS),
-    "SectionAwareSentenceClassifier.v1": dict(SMALL, hidden_size=8, acknowledgements=True),
-    "SectionAwareSentenceClassifier.v2": dict(SMALL, **NGRAMS),
     "SectionAwareSentenceClassifier.v3": dict(SMALL, acknowledgements=True, **NGRAMS),
+    "SectionAwareSentenceClassifier.v3-hidden-docs": dict(SMALL, hidden_size=8, positions="docs", segments="docs",
+                                                          **NGRAMS),
     "SentenceEncoder.v1": {"pooling": "mean+first", "projection_width": 8, "tok2vec": TOK2VEC},
     "ContextSentenceEncoder.v1": dict(SMALL, projection_width=8),
 }
@@ -399,8 +399,9 @@ PIPES = [
     # the full-paper mixture: these plain docs are no papers, so the abstracts' closed-form member is fitted
     # (scikit-learn, at initialize) and averaged with the network on the device
     ("rhetoric_function_classifier", dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
-                                          **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v2",
-                                             "embedding_model": None, "abstract_weight": 0.3, "tfidf_min_df": 1})),
+                                          **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3",
+                                             "embedding_model": None, "abstract_weight": 0.3, "tfidf_min_df": 1,
+                                             "finetuned_weight": 0.0})),
 ]
 
 
@@ -422,7 +423,7 @@ def _train_and_predict(factory, model):
     return losses[factory], host(nlp.get_pipe(factory).predict(docs))
 
 
-@pytest.mark.parametrize("factory,model", PIPES, ids=["sequence", "sections_v3", "context_encoder", "full_paper_v2"])
+@pytest.mark.parametrize("factory,model", PIPES, ids=["sequence", "sections_v3", "context_encoder", "full_paper"])
 def test_pipe_trains_and_predicts_on_simulated_device(factory, model):
     """initialize, two updates (loss, optimizer) and predict of the whole
     component on the simulated device give the CPU run's loss and outputs."""

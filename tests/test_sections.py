@@ -1,4 +1,4 @@
-"""Section-aware function labels: spacy_rhetoric.SectionAwareSentenceClassifier.v1
+"""Section-aware function labels: spacy_rhetoric.SectionAwareSentenceClassifier.v3
 (ml/sections.py: section one-hot as input, back matter -> other by rule) and the
 multi-source corpus (readers/section_labels.py), on tiny inline data."""
 import numpy
@@ -26,7 +26,7 @@ TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None
 
 
 def model_config(**kwargs):
-    config = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v1", "pooling": "mean",
+    config = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "pooling": "mean",
               "width": 32, "depth": 1, "dropout": 0.0, "tok2vec": TOK2VEC}
     config.update(kwargs)
     return config
@@ -125,42 +125,39 @@ def predict(nlp, sents, sections, headings):
     return [(s._.rhetoric_label, s._.rhetoric_scores) for s in doc.sents]
 
 
-V2 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v2", "ngram_size": 2, "ngram_length": 4096}
-V3 = dict(V2, **{"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3"})
-FULL = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v1", "lexical_length": 4096,
-                   "section_scale": 1.0, "acknowledgements": False})
-FULL2 = dict(V2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v2", "section_scale": 1.0,
-                    "acknowledgements": False, "tfidf_min_df": 1, "embedding_model": None, "abstract_weight": 0.3})
-# v3: + the fine-tuned MiniLM member (two top layers, a few passes over the tiny papers)
-FULL3 = dict(FULL2, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3", "finetuned_weight": 0.3,
-                       "finetuned_frozen_layers": 4, "finetuned_epochs": 10.0, "finetuned_batch_size": 4,
-                       "finetuned_learn_rate": 0.0005, "finetuned_max_length": 48,
-                       "abstract_paper_sections": ["abstract"]})
+V3 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "ngram_size": 2, "ngram_length": 4096}
+# the full-paper mixture without the fine-tuned member (TF-IDF members only), then with it
+FULL = dict(V3, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3", "section_scale": 1.0,
+                   "acknowledgements": False, "tfidf_min_df": 1, "embedding_model": None, "abstract_weight": 0.3,
+                   "finetuned_weight": 0.0})
+# + the fine-tuned MiniLM member (two top layers, a few passes over the tiny papers)
+FULL_TUNED = dict(FULL, **{"finetuned_weight": 0.3, "finetuned_frozen_layers": 4, "finetuned_epochs": 10.0,
+                           "finetuned_batch_size": 4, "finetuned_learn_rate": 0.0005, "finetuned_max_length": 48,
+                           "abstract_paper_sections": ["abstract"]})
 
 
 @pytest.mark.slow  # trains 60 steps
-@pytest.mark.parametrize("arch", [{}, V2, dict(V2, decode="viterbi"), dict(V2, segments="docs"), V3,
-                                  dict(V3, ngram_size=0), FULL, dict(FULL, heading_words=True, lexical_weight=0.8),
-                                  FULL2, dict(FULL2, embedding_model="sentence-transformers/all-MiniLM-L6-v2"), FULL3],
-                         ids=["v1", "v2", "v2-viterbi", "v2-docs", "v3", "v3-no-ngrams", "full-paper",
-                              "full-paper-headings", "full-paper-v2", "full-paper-v2-minilm", "full-paper-v3"])
+@pytest.mark.parametrize("arch", [{"ngram_size": 0, "positions": "docs", "segments": "docs"}, V3,
+                                  dict(V3, decode="viterbi"), dict(V3, segments="docs"), dict(V3, ngram_size=0),
+                                  FULL, dict(FULL, embedding_model="sentence-transformers/all-MiniLM-L6-v2"),
+                                  FULL_TUNED],
+                         ids=["v3-plain", "v3", "v3-viterbi", "v3-docs", "v3-no-ngrams", "full-paper",
+                              "full-paper-minilm", "full-paper-tuned"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
-    rule; the saved pipeline predicts the same. v2 adds hashed n-grams and a
-    CRF over the doc's sentences."""
+    rule; the saved pipeline predicts the same."""
     from spacy_rhetoric.ml.fitted import fitted_members
 
     nlp = train_nlp(**arch)
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
-    # v2: the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not;
-    # v3: + the fine-tuned member, last
-    name = arch.get("@architectures", "")
-    mixture = "FullPaper" in name and name[-2:] in ("v2", "v3")
+    # the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not;
+    # + the fine-tuned member, last
+    mixture = "FullPaper" in arch.get("@architectures", "")
     n_fitted = 1 + ("minilm" in str(arch.get("embedding_model")).lower()) if mixture else 0
     fitted = [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)]
-    assert fitted == ([True] * n_fitted + [False] if n_fitted else []) + ([True] if mixture and name.endswith("v3")
-                                                                          else [])
+    assert fitted == ([True] * n_fitted + [False] if n_fitted else []) + ([True] if mixture and arch.get(
+        "finetuned_weight") else [])
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
     assert in_results[0][0] == "result" and in_intro[1][0] == "background"
@@ -183,7 +180,8 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
 
 @pytest.mark.slow  # trains 60 steps
 def test_without_sections_the_section_changes_nothing():
-    nlp = train_nlp(use_sections=False)
+    # no section-tagged n-gram positions, no per-section CRF: nothing else reads the section
+    nlp = train_nlp(use_sections=False, ngram_size=0, segments="docs", positions="docs")
     a = predict(nlp, [SAME], ["results"], ["4 Results"])
     b = predict(nlp, [SAME], ["introduction"], ["1 Introduction"])
     c = predict(nlp, [SAME], ["other"], ["Acknowledgments"])  # no rule either
@@ -198,20 +196,20 @@ def test_forced_label_not_among_labels_forces_nothing():
     assert max(back[0][1].values()) < 1.0
 
 
-def test_v2_sequence_head_parts():
-    """v2: the CRF is the output layer; its emitters are the section-aware
+def test_sequence_head_parts():
+    """The CRF is the output layer; its emitters are the section-aware
     dense part and (ngram_size > 0) the sparse n-gram part; untrained, each
     row of the marginals sums to 1 and back matter is forced."""
-    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier_v2
+    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier_v3
 
     t2v = spacy.registry.resolve({"t": TOK2VEC})["t"]
-    model = build_section_aware_sentence_classifier_v2(t2v, width=16, depth=1, ngram_size=2, ngram_length=512)
+    model = build_section_aware_sentence_classifier_v3(t2v, width=16, depth=1, ngram_size=2, ngram_length=512)
     assert model.get_ref("output_layer").name == "crf" and len(model.get_ref("output_layer").layers) == 2
-    bare = build_section_aware_sentence_classifier_v2(spacy.registry.resolve({"t": TOK2VEC})["t"], ngram_size=0)
+    bare = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], ngram_size=0)
     assert len(bare.get_ref("output_layer").layers) == 1
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    pipe = nlp.add_pipe(CLASSIFIER, config={"model": model_config(**V2)})
+    pipe = nlp.add_pipe(CLASSIFIER, config={"model": model_config(**V3)})
     for label in ("background", "other", "result"):
         pipe.add_label(label)
     nlp.initialize()
@@ -250,7 +248,7 @@ def test_segments_of_docs_and_section_runs():
 
 def test_v3_positions_count_within_sections():
     """v3's trunk appends (relative position, is-first, is-last) counted within
-    each run of same-section sentences; v2's (positions "docs") over the doc.
+    each run of same-section sentences; with positions "docs" over the doc.
     The last abstract sentence of a paper is then "last", as in an abstract."""
     from thinc.api import NumpyOps
 
@@ -334,10 +332,10 @@ def test_a_sentence_batch_reads_its_sections_once_per_flag():
 
 
 def test_bad_forced_section_is_an_error():
-    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier
+    from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier_v3
 
     with pytest.raises(ValueError, match="not section names"):
-        build_section_aware_sentence_classifier(spacy.registry.resolve({"t": TOK2VEC})["t"],
+        build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"],
                                                 forced_sections=["acknowledgements"])
 
 

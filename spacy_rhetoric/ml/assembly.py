@@ -3,8 +3,8 @@ arguments, declared once, and the refs and attrs the components read.
 
 spaCy reads an architecture's arguments (names, types, defaults) from its
 signature: the config schema is built from ``inspect.signature``. The
-context classifier, the sequence classifier, the section-aware classifiers
-(v1-v3) and the context encoder take the same groups of arguments (the
+context classifier, the sequence classifier, the section-aware classifier
+and the full-paper classifier, and the context encoder take the same groups of arguments (the
 context trunk's, the section features', the sequence head's), so each
 argument is declared once in :data:`ARGUMENTS` and :func:`architecture`
 gives a builder the signature made of the names it lists, in that order
@@ -50,7 +50,7 @@ ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "head_scale": (float, 1.0),
     "segments": (str, "sections"),
     "positions": (str, "sections"),
-    # the full-paper mixture's members (``experts.build_full_paper_sentence_classifier_v2``, ``fitted``)
+    # the full-paper mixture's members (``experts.build_full_paper_sentence_classifier_v3``, ``fitted``)
     "network_weight": (float, 0.3),
     "tfidf_weight": (float, 0.4),
     "embedding_weight": (float, 0.3),

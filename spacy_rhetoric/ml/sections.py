@@ -1,12 +1,12 @@
 """Section-aware sentence classification: the section category of a sentence
 is an input of the classifier, and back matter is ``other`` by rule.
 
-``spacy_rhetoric.SectionAwareSentenceClassifier.v1`` wraps the trunk of
+``spacy_rhetoric.SectionAwareSentenceClassifier.v3`` wraps the trunk of
 ``ContextSentenceClassifier.v1`` (pooled sentence vectors -> Maxout ->
 context CNN/BiLSTM over each doc's sentences -> + position features) and
 concatenates a one-hot vector of each sentence's section (``SECTION_FEATURES``)
 to that representation before the (optional Maxout hidden layer and the)
-Softmax output layer.
+sequence head (emissions + sparse n-grams -> CRF).
 
 Where the section comes from (:func:`sentence_sections`): the extension values, as
 ``rhetoric_section_tagger`` writes it (``sent._.rhetoric_section``, one of
@@ -34,7 +34,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Dropout, Maxout, Model, Softmax, chain, concatenate
+from thinc.api import Dropout, Maxout, Model, chain, concatenate
 from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
@@ -182,7 +182,7 @@ def section_aware_layers(tok2vec: Model, *, hidden_size: int, use_sections: bool
     """The pooler and the layers all versions share, up to the output:
     context trunk (``trunk``: the arguments of ``build_context_trunk``)
     concatenated with the section one-hot, Dropout, optional Maxout.
-    ``positions``: "docs" (v1, v2) counts the trunk's position features over
+    ``positions``: "docs" counts the trunk's position features over
     the doc, "sections" within each run of same-section sentences
     (``with_segment_positions``)."""
     if positions not in POSITIONS:
@@ -206,68 +206,37 @@ def _section_aware_model(scorer: Model, tok2vec: Model, pooler: Model, output_la
     return sentence_model(model, tok2vec=tok2vec, pooler=pooler, output_layer=output_layer, context=True)
 
 
-@registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v1")
-@architecture(*CONTEXT_TRUNK, *SECTION_ARGUMENTS, "nO")
-def build_section_aware_sentence_classifier(tok2vec: Model, forced_sections: Sequence[str], forced_label: str,
-                                            nO: Optional[int], **layer_args: Any) -> Model:
-    """Context classifier (as ``ContextSentenceClassifier.v1``) whose output
-    layer also sees a one-hot of the sentence's section; sentences in
-    ``forced_sections`` get ``forced_label`` by rule (module docstring).
-
-    hidden_size: a Maxout layer of this width after the concatenation (0:
-    none, the section only shifts the logits). section_scale: the value of
-    the one-hot entry; larger values let Adam move the section's logit
-    shifts faster (its steps are about the learning rate whatever the input
-    size), at 1000 CPU steps 1.0 left them at about +-0.3.
-    acknowledgements: a thank-you or funding sentence outside the abstract
-    ("We would like to thank...", "This work was supported by...") is back
-    matter wherever it stands (e.g. the last sentence of a conclusion). use_sections: false gives the
-    same network without section information (all-zero features, no rule).
-    Other arguments (tok2vec, pooling, width, encoder, depth, window_size,
-    maxout_pieces, dropout, nO): as ``ContextSentenceClassifier.v1``
-    (declared in ``assembly.ARGUMENTS``).
-    """
-    pooler, layers = section_aware_layers(tok2vec, **layer_args)
-    output_layer = Softmax(nO=nO)
-    layers.append(output_layer)
-    return _section_aware_model(chain(*layers), tok2vec, pooler, output_layer, forced_sections, forced_label,
-                                layer_args["use_sections"], layer_args["acknowledgements"])
-
-
-@registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v2")
-@architecture(*CONTEXT_TRUNK, *SECTION_ARGUMENTS, *SEQUENCE_HEAD, "segments", "nO")
-def build_section_aware_sentence_classifier_v2(**args: Any) -> Model:
-    """v1 with the sequence head of ``SequenceSentenceClassifier.v1``: the
-    sentence representation (context trunk + section one-hot, optional
-    Maxout) -> Linear emissions, plus the sentence's hashed 1..``ngram_size``-grams
-    and position buckets -> SparseLinear (lexical cues such as "in this
-    paper" or "we would like to thank" from the first steps, as spaCy's
-    TextCatEnsemble adds bag-of-words to a neural model), summed -> linear-chain
-    CRF (``ml.sequence.crf_layer``: marginals, or the Viterbi path with
-    ``decode = "viterbi"``); the back-matter rule of v1 on its output.
-    Arguments: as v1, and ``ngram_size`` (0: no sparse part),
-    ``ngram_length``, ``decode``, ``head_scale`` as
-    ``SequenceSentenceClassifier.v1``. ``segments``: "sections" (default)
-    chains the CRF over each run of same-section sentences and counts the
-    position buckets within it, hashed with the section's name (a full
-    paper's introduction is not read as the middle of an abstract); "docs"
-    over whole docs, as ``SequenceSentenceClassifier.v1``. The trunk's
-    position features count over the whole doc (v3: within sections).
-    """
-    return build_section_aware_sentence_classifier_v3(positions="docs", **args)
-
-
 @registry.architectures("spacy_rhetoric.SectionAwareSentenceClassifier.v3")
 @architecture(*CONTEXT_TRUNK, *SECTION_ARGUMENTS, *SEQUENCE_HEAD, "segments", "positions", "nO")
 def build_section_aware_sentence_classifier_v3(tok2vec: Model, forced_sections: Sequence[str], forced_label: str,
                                                ngram_size: int, ngram_length: int, decode: str, head_scale: float,
                                                segments: str, nO: Optional[int], **layer_args: Any) -> Model:
-    """v2 whose trunk counts its position features within each section
-    (``positions = "sections"``, default; ``with_segment_positions``) as the
-    sparse part and the CRF already do with ``segments = "sections"``: a
-    model trained on abstracts then reads a full paper's abstract, and each
-    body section, as a sequence of its own. ``positions = "docs"`` gives v2.
-    ``ngram_size = 0`` leaves the sparse part out. Other arguments: as v2."""
+    """Context classifier (as ``ContextSentenceClassifier.v1``) whose
+    representation also holds a one-hot of the sentence's section, with the
+    sequence head of ``SequenceSentenceClassifier.v1`` (Linear emissions plus
+    the sentence's hashed 1..``ngram_size``-grams and position buckets ->
+    SparseLinear, summed -> linear-chain CRF: ``ml.sequence.crf_layer``,
+    marginals or the Viterbi path with ``decode = "viterbi"``); sentences in
+    ``forced_sections`` get ``forced_label`` by rule (module docstring).
+
+    ``segments = "sections"`` (default) chains the CRF over each run of
+    same-section sentences and counts the position buckets within it, hashed
+    with the section's name (a full paper's introduction is not read as the
+    middle of an abstract); "docs" over whole docs. ``positions =
+    "sections"`` (default) counts the trunk's position features within each
+    section too (``with_segment_positions``), "docs" over the doc.
+    ``ngram_size = 0`` leaves the sparse part out.
+
+    hidden_size: a Maxout layer of this width after the concatenation (0:
+    none, the section only shifts the logits). section_scale: the value of
+    the one-hot entry; larger values let Adam move the section's logit
+    shifts faster. acknowledgements: a thank-you or funding sentence outside
+    the abstract ("We would like to thank...") is back matter wherever it
+    stands. use_sections: false gives the same network without section
+    information (all-zero features, no rule). Other arguments (tok2vec,
+    pooling, width, encoder, depth, window_size, maxout_pieces, dropout, nO):
+    as ``ContextSentenceClassifier.v1`` (declared in ``assembly.ARGUMENTS``).
+    """
     pooler, layers = section_aware_layers(tok2vec, **layer_args)
     crf = crf_layer(emitters(layers, ngram_size, ngram_length, segments), nO=nO, decode=decode,
                     head_scale=head_scale, segments=segments)

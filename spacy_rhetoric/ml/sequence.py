@@ -47,7 +47,7 @@ sparse part's layers (n-gram hashing, ``SparseLinear``, numpy only) run on the
 CPU inside ``ml.devices.with_cpu_chain``, as spaCy's ``with_cpu`` does.
 
 Segments: by default the sequence (CRF chain, position buckets) is the doc.
-With ``segments = "sections"`` (``SectionAwareSentenceClassifier.v2``) it is
+With ``segments = "sections"`` (``SectionAwareSentenceClassifier.v3``) it is
 each run of consecutive sentences with the same section
 (``ml.segments.sections_of``): in a full paper the CRF chains the sentences of
 one section and a sentence's position buckets count within its section and

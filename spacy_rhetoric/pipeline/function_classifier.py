@@ -22,7 +22,7 @@ a sentencizer (both through ``SentencePipe``). Gold sentences without a
 label are left out of the loss.
 """
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.language import Language
@@ -183,7 +183,7 @@ def make_function_classifier(
     scores_field: str,
     gold_field: str,
     spans_key: Optional[str],
-    class_weight_power: Union[float, List[float]],
+    class_weight_power: float,
     scorer: Optional[Callable],
 ) -> "FunctionClassifier":
     """Create a rhetoric_function_classifier (one label per sentence).
@@ -206,10 +206,7 @@ def make_function_classifier(
         ``(n / (K * n_k)) ** p`` (1: scikit-learn's "balanced"), normalised to
         a mean of 1 over the training sentences; the counts are taken in
         ``initialize`` and saved with the component, so rare functions
-        (objective: 4 % of the MuLMS-AZ sentences) are not drowned. A list:
-        one power per block of a mixture of experts' training output
-        (``ml/experts.py``; e.g. [0.5, 1.0]: the network 0.5, the lexical
-        expert "balanced").
+        (objective: 4 % of the MuLMS-AZ sentences) are not drowned.
     scorer (Optional[Callable]): defaults to
         spacy_rhetoric.function_classifier_scorer.v1 (keys prefixed
         "rhetoric_" for label_field "label", "rhetoric_<label_field>_" else).
@@ -235,17 +232,12 @@ class FunctionClassifier(SentencePipe):
         scores_field: str = SCORES,
         gold_field: str = LABEL,
         spans_key: Optional[str] = None,
-        class_weight_power: Union[float, List[float]] = 0.0,
+        class_weight_power: float = 0.0,
         scorer: Optional[Callable] = score_function_classifier,
     ) -> None:
-        powers = class_weight_power if isinstance(class_weight_power, (list, tuple)) else [class_weight_power]
-        if not powers or not all(0.0 <= float(p) <= 1.0 for p in powers):
-            raise RhetoricError(f"[{name}] class_weight_power must be in [0, 1] (or a list of such), "
-                             f"got {class_weight_power}")
-        if isinstance(class_weight_power, (list, tuple)):
-            class_weight_power = [float(p) for p in class_weight_power]
-        else:
-            class_weight_power = float(class_weight_power)
+        if not 0.0 <= float(class_weight_power) <= 1.0:
+            raise RhetoricError(f"[{name}] class_weight_power must be in [0, 1], got {class_weight_power}")
+        class_weight_power = float(class_weight_power)
         if spans_key is None:
             spans_key = default_spans_key(label_field)
         for arg, value in (
@@ -322,15 +314,13 @@ class FunctionClassifier(SentencePipe):
         count the gold labels of ``get_examples()`` and set the class weights."""
         super().initialize(get_examples, nlp=nlp, labels=labels)
         power = self.cfg.get("class_weight_power", 0.0)
-        powers = power if isinstance(power, list) else [power]
         self.cfg["class_weights"] = None
-        if any(p > 0 for p in powers):
+        if power > 0:
             counts = self.label_counts  # from SentencePipe.initialize's pass, unless the labels were given
             if counts is None:
                 counts = Counter(label for eg in get_examples()
                                  for label in example_sentences(eg, self.gold_field)[1] if label is not None)
-            weights = [class_weights([counts[label] for label in self.labels], p) for p in powers]
-            self.cfg["class_weights"] = weights if isinstance(power, list) else weights[0]
+            self.cfg["class_weights"] = class_weights([counts[label] for label in self.labels], power)
         self._fit_closed_form(get_examples)
 
     def _fit_closed_form(self, get_examples: Callable[[], Iterable[Example]],
@@ -350,14 +340,11 @@ class FunctionClassifier(SentencePipe):
             gold.extend(doc_gold)
         fit_members(members, (docs, make_indices(NumpyOps(), offsets)), gold, self.labels)
 
-    def _row_weights(self, truths: List[Truth], block: int = 0) -> Optional[numpy.ndarray]:
-        """Per-row loss weights (None: all 1); ``block``: which block of a
-        mixture's output, when there is one power per block."""
+    def _row_weights(self, truths: List[Truth]) -> Optional[numpy.ndarray]:
+        """Per-row loss weights (None: all 1)."""
         weights = self.cfg.get("class_weights")
         if not weights:
             return None
-        if isinstance(weights[0], list):
-            weights = weights[min(block, len(weights) - 1)]
         w = numpy.asarray(weights, dtype="float32")
         return numpy.asarray([0.0 if t == -1 else float(w[list(t)].mean()) if isinstance(t, tuple) else float(w[t])
                               for t in truths], dtype="float32")
@@ -369,7 +356,7 @@ class FunctionClassifier(SentencePipe):
         with two zones)."""
         return GOLD_LABELS if self.gold_field == LABEL else None
 
-    def _loss(self, scores: Floats2d, truths: List[Truth], block: int = 0) -> Tuple[float, Floats2d]:
+    def _loss(self, scores: Floats2d, truths: List[Truth]) -> Tuple[float, Floats2d]:
         """Mean negative log-probability of the gold labels over the labelled
         sentences and its gradient w.r.t. the Softmax logits, as thinc's
         Softmax expects.
@@ -381,16 +368,7 @@ class FunctionClassifier(SentencePipe):
         target rows are built in numpy and copied to the model's device once
         per batch. (A CRF head reads the same gradient as one w.r.t. its
         log-marginals, which makes it the gradient of ``-log p(y_t in G)``,
-        see ``ml/sequence.py``.) In training, a mixture of experts
-        (``ml/experts.py``) outputs its members' rows side by side: each block
-        of ``len(labels)`` columns is scored on its own, the loss is their
-        sum."""
-        n_labels = len(self.labels)
-        if n_labels and scores.shape[1] > n_labels:  # a mixture's members side by side (ml/experts.py)
-            blocks = [self._loss(self.model.ops.xp.ascontiguousarray(scores[:, i : i + n_labels]), truths,
-                                 block=i // n_labels)
-                      for i in range(0, scores.shape[1], n_labels)]
-            return sum(loss for loss, _ in blocks), self.model.ops.xp.hstack([d for _, d in blocks])
+        see ``ml/sequence.py``.)"""
         n_rows = scores.shape[0]
         n_labelled = sum(1 for t in truths if t != -1)
         if n_labelled == 0:
@@ -409,7 +387,7 @@ class FunctionClassifier(SentencePipe):
         else:
             shared = scores * mask_d / xp.clip(p_gold, 1e-8, None)
             target = xp.where(ops.asarray1i(single.astype("int32"))[:, None] > 0, mask_d, shared)
-        row_weights = self._row_weights(truths, block)
+        row_weights = self._row_weights(truths)
         if row_weights is None:
             row_weights = (mask.sum(axis=1) > 0).astype("float32")
         weights_d = ops.asarray2f(row_weights[:, None])
