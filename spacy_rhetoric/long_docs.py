@@ -3,7 +3,7 @@
 A pipeline with a transformer keeps, while it processes one Doc, arrays per
 word piece and per token for the whole Doc (transformer output, the token
 vectors each listener aligns, the parser's states): peak memory grows with
-the length of the Doc (benchmarks/README.md, "Pipeline speed and memory").
+the length of the Doc.
 ``process_long_text`` bounds it: the text is cut into pieces of at most
 ``max_chars`` characters at paragraph breaks (blank lines), else line breaks,
 else sentence ends (". "), else whitespace, never inside a word; the pieces go

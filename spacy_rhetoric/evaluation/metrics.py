@@ -1,6 +1,6 @@
 """Evaluation of sentence embeddings and of the function classifier.
 
-Protocols (the figures in ``benchmarks/README.md`` use exactly these):
+Protocols (the figures in ``RESULTS.md`` use exactly these):
 
 Retrieval (SciToricsBERT §4, Musgrave et al. 2020)
     Every vector is L2-normalised (a zero vector stays zero) and searched with
@@ -89,11 +89,9 @@ def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
     The figures equal pytorch-metric-learning's ``AccuracyCalculator``
     (``precision_at_1``, ``mean_average_precision_at_r`` with the query set as
     reference; checked in ``tests/test_evaluation.py``). This implementation
-    is kept because it is about 3x faster (5,000 x 384 random vectors, 5
-    labels, one thread each, best of 3 on a shared 2-core machine: 3.3 s
-    against 11.5 s at load 5, 4.9 s against 15.8 s at load 8;
-    ``benchmarks/bench_retrieval.py``), breaks ties by index (deterministic
-    figures with duplicate sentences) and counts the lone queries it leaves out.
+    is kept because it is faster (``benchmarks/bench_retrieval.py`` compares
+    the two), breaks ties by index (deterministic figures with duplicate
+    sentences) and counts the lone queries it leaves out.
     """
     X = as_matrix(vectors)
     y = _check_labels(X, labels)

@@ -64,12 +64,9 @@ terms). The softmax, margin-graded and cosine-pair losses have no PML
 counterpart (PML's ``NormalizedSoftmaxLoss`` normalises the weights).
 
 The implementations here are kept, not replaced by calls to PML, because
-they are faster: one forward + backward on a 64 x 384 float32 batch of 8
-labels x 8, one thread (``benchmarks/bench_losses.py``; whole-process CPU
-time minus start-up, benchmarks/README.md) takes 0.61 vs 0.73 ms (ArcFace),
-1.14 vs 2.66 ms (multi-similarity with mining), 0.90 vs 37 ms (NT-Xent: PML
-builds a positive-pair x negative-pair matrix) and 1.87 vs 2.72 ms (batch-all
-triplet). Also, PML is not a run-time dependency, and the class-weight losses
+they are faster (``benchmarks/bench_losses.py`` times one forward + backward
+of each against PML's; PML's NT-Xent builds a positive-pair x negative-pair
+matrix). Also, PML is not a run-time dependency, and the class-weight losses
 keep the ``initialize`` / ``needs_classes`` interface, the ``weight``
 parameter name saved with the encoder and float32 master weights (PML's
 ``ArcFaceLoss`` converts ``W`` in place to the embeddings' dtype). Nothing

@@ -41,8 +41,7 @@ padded ``[docs, max sentences, labels]`` tensors: the recursions are over the
 sentences (tens per abstract), so their cost is small beside the encoder's.
 It runs on the CPU whatever the model's device (``spacy train --gpu-id 0``):
 one device->host copy of the emissions and parameters and one host->device
-copy of the output per forward, the same in backprop (about 5 ms per
-16-abstract step on this CPU, benchmarks/README.md "GPU readiness"). The
+copy of the output per forward, the same in backprop. The
 sparse part's layers (n-gram hashing, ``SparseLinear``, numpy only) run on the
 CPU inside ``ml.devices.with_cpu_chain``, as spaCy's ``with_cpu`` does.
 

@@ -6,8 +6,7 @@ spacy-transformers' ``Transformer`` pipe batches *documents*
 (``max_batch_items``); all span windows of one Doc (``strided_spans``: 128
 word pieces, stride 96) then go through the transformer in a single forward
 call. Attention and feed-forward activations of that call grow with the
-document (measured in benchmarks/README.md: ~7 GB of extra peak RSS for a
-1M-character Doc with MiniLM-L6). Here, outside training, the tokenized
+document. Here, outside training, the tokenized
 windows are cut into slices of at most ``max_windows_per_pass`` rows, each
 slice runs on its own, and the outputs are concatenated: the result is the
 same ``FullTransformerBatch`` (same padding, same alignment), so listeners

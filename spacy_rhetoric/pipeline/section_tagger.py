@@ -33,13 +33,12 @@ One heading is decided in this order (:meth:`SectionTagger.tag_headings`):
    outcome ``unknown``: a topical heading ("Electrochemical Performance",
    "2.2 Extrinsic Effects") says nothing about what its sentences do, and a
    section-aware classifier then reads the sentences alone. With
-   ``unmatched = "model"`` (the behaviour before 2026-11-24) the learned
+   ``unmatched = "model"`` the learned
    classifier decides (char n-gram TF-IDF + logistic regression, trained on
    the FeRoSA headings; ``model_path`` or the packaged model), ``other`` when
    its probability is below ``threshold``. It is not the default because
    FeRoSA files almost every topical heading under method, so the model calls
-   them method with probability 0.8-0.99 (measured on the MuLMS-AZ headings,
-   benchmarks/README.md "Full papers"), and a classifier that trusts the
+   them method with high confidence, and a classifier that trusts the
    section then calls results and background sentences method.
 
 ``tagger.tag_heading("4.1 Experimental Results")`` decides one heading out of

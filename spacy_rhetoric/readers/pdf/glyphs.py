@@ -83,7 +83,7 @@ def _normalise(text: str) -> str:
 
 def load_pages_pdfminer(path: Path, *, password: str = "") -> List[Page]:
     """Glyphs and rules of every page read with pdfminer.six (pure Python,
-    about 2.5x slower than PDFium; kept as the measured alternative)."""
+    slower than PDFium; kept as the alternative ``benchmarks/bench_pdf.py`` measures)."""
     from pdfminer.converter import PDFPageAggregator
     from pdfminer.layout import LTChar, LTCurve, LTFigure
     from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
@@ -169,7 +169,7 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
         what = "truncated PDF (no %%EOF at its end)" if _truncated(path) else "broken PDF"
         raise PDFReadError(f"{what}: {text}") from None
     pages: List[Page] = []
-    # The per-character calls with plain C types (a text object as an address: 5x faster than casting)
+    # The per-character calls with plain C types (a text object as an address: faster than casting)
     text_object = _prototype(raw.FPDFText_GetTextObject, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
     unicode = _prototype(raw.FPDFText_GetUnicode, ctypes.c_uint, ctypes.c_void_p, ctypes.c_int)
     loose_box = _prototype(raw.FPDFText_GetLooseCharBox, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
