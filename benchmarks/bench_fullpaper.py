@@ -8,7 +8,8 @@ one run.
 
 Scored sentences: a gold coarse label, >= 25 characters and >= 4 words (body
 text as ``readers.mulms`` reads it: captions, metadata and references left
-out).
+out). The scores are defined once, in ``spacy_rhetoric.evaluation.fullpaper``
+(``benchmarks/bench_fields.py`` uses them too):
 
 * **lenient**: the prediction is among the sentence's acceptable labels
   (``conclusion`` accepts ``result`` or ``other``);
@@ -49,10 +50,15 @@ from typing import Dict, List, Optional
 
 import numpy
 
+from spacy_rhetoric.evaluation.fullpaper import (  # noqa: F401 - the scores' one definition; re-exported
+    SECTION_LABEL,
+    SINGLE_CLASSES,
+    mean_of,
+    score,
+    sentence_rows,
+)
+
 FOLDS = ("train1", "train2", "train3", "train4", "train5")
-SINGLE_CLASSES = ("background", "objective", "method", "result")
-SECTION_LABEL = {"introduction": "background", "related work": "background", "method": "method",
-                 "results": "result"}
 LOOKUP = (  # the fixed heading lookup: first pattern found in the lower-cased heading
     (r"introduction", "background"),
     (r"background|related work", "background"),
@@ -62,36 +68,6 @@ LOOKUP = (  # the fixed heading lookup: first pattern found in the lower-cased h
     (r"conclu|summary|outlook", "other"),
     (r"abstract", "objective"),
 )
-
-
-def sentence_rows(docs) -> List[Dict]:
-    """One row per sentence of each paper (all sentences: context), with
-    what the baselines and the scoring need."""
-    from spacy_rhetoric.extensions import get_doc_value, get_span_value
-
-    rows = []
-    for d, doc in enumerate(docs):
-        sents = [s for s in doc.sents if s.text.strip()]
-        sections = [get_span_value(s, "section") or "unknown" for s in sents]
-        headings = [get_span_value(s, "heading") or "" for s in sents]
-        runs, start = [], 0
-        for i in range(1, len(sents) + 1):
-            if i == len(sents) or headings[i] != headings[start]:
-                runs.extend([(start, i)] * (i - start))
-                start = i
-        for i, sent in enumerate(sents):
-            gold = get_span_value(sent, "gold_labels") or []
-            text = sent.text.strip()
-            r0, r1 = runs[i]
-            rows.append({
-                "doc": d, "fold": get_doc_value(doc, "fold"), "i": i, "text": text, "heading": headings[i],
-                "section": sections[i], "gold": gold, "label": get_span_value(sent, "label"),
-                "prev": sents[i - 1].text if i else "", "next": sents[i + 1].text if i + 1 < len(sents) else "",
-                "pos_section": (i - r0) / max(1, r1 - r0), "idx_section": i - r0, "pos_paper": i / max(1, len(sents)),
-                "scored": bool(gold) and len(text) >= 25 and len(text.split()) >= 4,
-                "single": len(gold) == 1 and gold[0] in SINGLE_CLASSES,
-            })
-    return rows
 
 
 # ---------------------------------------------------------------- baselines
@@ -241,48 +217,6 @@ def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
                 member.attrs["paper_sections"] = sections
     finally:
         node.attrs["weights"] = saved
-    return out
-
-
-# ---------------------------------------------------------------- scoring
-
-def score(rows, preds) -> Dict:
-    from sklearn.metrics import confusion_matrix, f1_score
-
-    scored = [(r, p) for r, p in zip(rows, preds) if r["scored"]]
-    single = [(r, p) for r, p in scored if r["single"]]
-    golds = [r["gold"][0] for r, _ in single]
-    guess = [p or "none" for _, p in single]
-    per_class = f1_score(golds, guess, labels=list(SINGLE_CLASSES), average=None, zero_division=0)
-    echo = {}
-    for section, own in SECTION_LABEL.items():
-        differing = [(r, p) for r, p in single if r["section"] == section and r["gold"][0] != own]
-        if differing:
-            echo[section] = {"n": len(differing), "share": sum(p == own for _, p in differing) / len(differing)}
-    return {
-        "n_scored": len(scored), "n_single": len(single),
-        "lenient": sum(p in r["gold"] for r, p in scored) / max(1, len(scored)),
-        "single_acc": sum(g == p for g, p in zip(golds, guess)) / max(1, len(single)),
-        "single_macro_f1": float(numpy.mean(per_class)),
-        "per_class_f1": {c: float(f) for c, f in zip(SINGLE_CLASSES, per_class)},
-        "confusion": confusion_matrix(golds, guess, labels=list(SINGLE_CLASSES) + ["other"]).tolist(),
-        "echo": echo,
-    }
-
-
-def mean_of(folds: Dict[str, Dict]) -> Dict:
-    keys = ("lenient", "single_acc", "single_macro_f1")
-    out = {k: float(numpy.mean([f[k] for f in folds.values()])) for k in keys}
-    out["per_class_f1"] = {c: float(numpy.mean([f["per_class_f1"][c] for f in folds.values()]))
-                           for c in SINGLE_CLASSES}
-    out["confusion"] = numpy.sum([f["confusion"] for f in folds.values()], axis=0).tolist()
-    echo: Dict[str, Dict] = {}
-    for f in folds.values():
-        for section, e in f["echo"].items():
-            acc = echo.setdefault(section, {"n": 0, "echoed": 0.0})
-            acc["n"] += e["n"]
-            acc["echoed"] += e["share"] * e["n"]
-    out["echo"] = {s: {"n": e["n"], "share": e["echoed"] / e["n"]} for s, e in echo.items()}
     return out
 
 

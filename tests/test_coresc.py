@@ -157,3 +157,40 @@ def test_shared_art_paper(shared_data):
     assert get_span_value(sents[4], "gold_labels") == ["method", "background"]
     assert all(get_span_value(s, "fine_label") in CONCEPTS.values() for s in sents)
     assert len(doc.spans["citations"]) > 10
+
+
+def test_fullpaper_corpus_takes_art_papers(tmp_path):
+    import json
+
+    from spacy_rhetoric.readers.section_labels import write_fullpaper_corpus
+
+    abstracts = tmp_path / "cs.jsonl"
+    abstracts.write_text(json.dumps({"abstract_id": 0, "sentences": ["We study x.", "It works."],
+                                     "labels": ["objective", "result"]}) + "\n")
+    _write(tmp_path / "art" / "ann1", "b000001a_mode2.xml", PAPER)
+    without = write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "a")
+    assert without["train"]["docs"] == 1 and "coresc_papers" not in without["train"]
+    counts = write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "b", coresc=tmp_path / "art")
+    assert counts["train"]["docs"] == 2 and counts["train"]["coresc_papers"] == 1
+    docs = list(DocBin().from_disk(tmp_path / "b" / "train.spacy").get_docs(spacy.blank("en").vocab))
+    paper = docs[-1]
+    assert get_doc_value(paper, "doc_id") == "b000001a"
+    assert [s._.rhetoric_section for s in paper.sents][:2] == ["abstract", "abstract"]
+    assert get_span_value(list(paper.sents)[5], "gold_labels") == ["method", "background"]
+
+
+def test_scores_count_own_work_called_background():
+    from spacy_rhetoric.evaluation.fullpaper import mean_of, score
+
+    def row(gold, section="unknown"):
+        return {"scored": True, "single": len(gold) == 1 and gold[0] != "other", "gold": gold, "section": section}
+
+    rows = [row(["method"]), row(["method", "background"]), row(["result"]), row(["background"]),
+            row(["result", "other"]), row(["method", "result"])]
+    preds = ["background", "background", "result", "background", "background", "background"]
+    out = score(rows, preds)
+    # own work: gold method and/or result only (an earlier method and a conclusion are not)
+    assert out["own_work_as_background"] == {"n": 3, "share": pytest.approx(2 / 3)}
+    other = score(rows[:1], ["method"])
+    pooled = mean_of({"a": out, "b": other})["own_work_as_background"]
+    assert pooled["n"] == 4 and pooled["share"] == pytest.approx(2 / 4)

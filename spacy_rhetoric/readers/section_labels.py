@@ -337,21 +337,31 @@ def mulms_docs(path: Union[str, Path], nlp: Language, tagger, *, folds: Optional
     return [tagger(doc) for doc in read_mulms(path, nlp, folds=folds)]
 
 
+def coresc_docs(path: Union[str, Path], nlp: Language, tagger) -> List[Doc]:
+    """ART / CoreSC papers (``readers.coresc``; a file or a folder) with their
+    sections tagged by ``tagger``, as :func:`mulms_docs`."""
+    from .coresc import read_coresc
+
+    return [tagger(doc) for doc in read_coresc(path, nlp)]
+
+
 def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
                            heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
-                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           coresc: bool = False, lang: str = "en") -> Dict[str, Dict[str, int]]:
     """The full-paper classifier's corpus (``configs/classifier.cfg``)
     from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
-    MuLMS-AZ files)."""
+    MuLMS-AZ files; ``coresc``: + its ART / CoreSC papers, ``coresc-art/``)."""
     data = Path(data)
     return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
                                   data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds,
-                                  mulms_copies=mulms_copies, lang=lang)
+                                  mulms_copies=mulms_copies, coresc=data / "coresc-art" if coresc else None,
+                                  lang=lang)
 
 
 def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
                            output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
-                           mulms_copies: int = MULMS_COPIES, lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           mulms_copies: int = MULMS_COPIES, coresc: Optional[Path] = None,
+                           lang: str = "en") -> Dict[str, Dict[str, int]]:
     """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
     ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
     but ``heldout_folds``, their sections from the default
@@ -359,7 +369,10 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     beside 1,668 abstracts: the copies weigh the full papers up; section
     dropout makes each copy a different view in every epoch); ``dev.spacy`` = CSAbstruct dev;
     ``heldout.spacy`` = the held-out MuLMS-AZ papers (when any: the
-    cross-validation of ``benchmarks/bench_fullpaper.py``). Returns counts."""
+    cross-validation of ``benchmarks/bench_fullpaper.py``). ``coresc``: an
+    ART / CoreSC file or folder whose papers join ``train.spacy`` once each
+    (chemistry; off by default: ART is licensed CC BY-NC, and a pipeline
+    trained on it inherits the non-commercial condition). Returns counts."""
     import spacy
 
     output = Path(output)
@@ -370,8 +383,11 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     fold = [get_doc_value(d, "fold") for d in papers]
     train_papers = [d for d, f in zip(papers, fold) if f not in held]
     cs_train = csabstruct_docs(csabstruct_train, nlp)
-    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)), output / "train.spacy")}
+    art = coresc_docs(coresc, nlp, tagger) if coresc is not None else []
+    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)) + art, output / "train.spacy")}
     counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
+    if coresc is not None:
+        counts["train"]["coresc_papers"] = len(art)
     counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
     if held:
         counts["heldout"] = _write([d for d, f in zip(papers, fold) if f in held], output / "heldout.spacy")
@@ -391,10 +407,12 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--fullpaper", action="store_true", help="build_fullpaper_corpus instead")
     parser.add_argument("--heldout-folds", nargs="*", default=[], help="with --fullpaper: MuLMS folds left out")
     parser.add_argument("--mulms-copies", type=int, default=MULMS_COPIES, help="with --fullpaper: copies per paper")
+    parser.add_argument("--coresc", action="store_true",
+                        help="with --fullpaper: + the ART / CoreSC papers (CC BY-NC: non-commercial use only)")
     args = parser.parse_args()
     if args.fullpaper:
         result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
-                                        mulms_copies=args.mulms_copies)
+                                        mulms_copies=args.mulms_copies, coresc=args.coresc)
     else:
         result = build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
                                       max_sents=args.max_sents)
