@@ -1,4 +1,4 @@
-"""The package's layers (README.md "Architecture"): a module imports only
+"""The package's layers (docs/architecture.md): a module imports only
 from its own layer or lower ones, and no modules import each other in a
 cycle. Function-level imports count too (they hide cycles, not remove
 them). A new subpackage or root module needs its place in LAYERS."""
@@ -66,7 +66,7 @@ def imports(mods: Dict[str, Path]) -> Dict[str, Set[str]]:
 
 def test_every_module_has_a_layer():
     unknown = sorted({part_of(m) for m in modules()} - set(LAYER_OF))
-    assert not unknown, f"put these in tests/test_layers.py LAYERS (and README.md 'Architecture'): {unknown}"
+    assert not unknown, f"put these in tests/test_layers.py LAYERS (and docs/architecture.md): {unknown}"
 
 
 def test_no_import_from_a_higher_layer():
