@@ -32,7 +32,7 @@ this classifier: not trained on MuLMS, so the same model for every fold);
 trained on CSAbstruct train + the other folds' papers); ``--cv-before``: the
 same for an earlier classifier (its own rows); each also with the sections
 hidden (``no sections``: plain text); ``--member-rows``: for a
-``FullPaperSentenceClassifier.v3`` in ``--cv-dir``, each member alone and
+``FullPaperSentenceClassifier.v4`` in ``--cv-dir``, each member alone and
 the mixtures of ``MEMBER_MIXTURES`` (the same trained models, their
 ``experts`` weights set at prediction).
 
@@ -162,8 +162,8 @@ def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List
 # Mixtures scored with --member-rows: (name, weight per member of the full-paper classifier on papers, by name:
 # the network, the TF-IDF, MiniLM-vector and fine-tuned members). A row naming a member the models do not have is
 # left out. One trained model per fold gives every row: each member's probabilities once.
-# ABSTRACTS: the abstracts' member (learned from CSAbstruct), on a paper's abstract only (v3's
-# abstract_paper_sections = ["abstract"]); each row's weights are normalised over the members that speak on it.
+# ABSTRACTS: the abstracts' member (learned from CSAbstruct), on a paper's abstract only (weighed there by
+# [model.weights.paper_abstract]); each row's weights are normalised over the members that speak on it.
 NETWORK, TFIDF, MINILM, FINETUNED = "network", "tfidf_expert", "embedding_expert", "finetuned_expert"
 ABSTRACTS = "tfidf_expert_others"
 
@@ -202,19 +202,16 @@ def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
     if not nodes:
         return None
     node, labels = nodes[0], list(clf.labels)
-    saved = list(node.attrs["weights"])
+    saved = node.attrs["weights"]
     out = {}
     try:
-        for i, member in enumerate(node.layers):
-            others = member.attrs.get("docs") == "others"
-            if others:  # its probabilities on a paper's abstract (the mixture uses those rows only)
-                member.attrs["paper_sections"], sections = ["abstract"], member.attrs.get("paper_sections", [])
-            node.attrs["weights"] = [1.0 if j == i else 0.0 for j in range(len(node.layers))]
+        for i, (name, member) in enumerate(zip(node.attrs["names"], node.layers)):
+            # this member alone on every scope; it computes the rows it speaks on (the abstracts' member: the
+            # papers' abstracts, as the shipped weights have it), the others are uniform and unused
+            node.attrs["weights"] = {scope: {name: 1.0} for scope in saved}
             out[NETWORK if i == 0 else member.name] = numpy.asarray(
                 [[scores.get(label, 0.0) for label in labels]
                  for doc_scores in pipeline_scores(nlp, docs) for scores in doc_scores])
-            if others:
-                member.attrs["paper_sections"] = sections
     finally:
         node.attrs["weights"] = saved
     return out

@@ -398,10 +398,13 @@ PIPES = [
                                        **{"@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1"})),
     # the full-paper mixture: these plain docs are no papers, so the abstracts' closed-form member is fitted
     # (scikit-learn, at initialize) and averaged with the network on the device
-    ("rhetoric_function_classifier", dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
-                                          **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3",
-                                             "embedding_model": None, "abstract_weight": 0.3, "tfidf_min_df": 1,
-                                             "finetuned_weight": 0.0})),
+    ("rhetoric_function_classifier", {
+        "@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v4",
+        "network": dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
+                        **{"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1"}),
+        "members": {"abstracts": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "learn_from": "others",
+                                  "min_df": 1, "use_sections": False}},
+        "weights": {"other_docs": {"network": 0.5, "abstracts": 0.5}}}),
 ]
 
 

@@ -1,12 +1,14 @@
-"""ml/experts.py: the full-paper mixture of one network trained by gradient
-and members fitted at initialize, averaged at prediction where each speaks."""
+"""ml/experts.py: the full-paper mixture -- one network trained by gradient
+and members fitted at initialize, each a config block, mixed with the weights
+each scope states."""
 import numpy
 import pytest
 import spacy
 from thinc.api import Model, NumpyOps
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.ml.experts import experts
+from spacy_rhetoric.ml.experts import SCOPES, experts, mixture_weights, scope_rows
+from spacy_rhetoric.ml.fitted import FITTED
 from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
 
@@ -14,6 +16,7 @@ from spacy_rhetoric.readers.common import doc_from_sentences
 def constant(probs, name, **attrs):
     """A member that always outputs ``probs`` and records the gradient it gets."""
     def forward(model, X, is_train):
+        model.attrs["runs"] = model.attrs.get("runs", 0) + 1
         out = model.ops.asarray2f(numpy.tile(numpy.asarray(probs, dtype="f"), (X[1].lengths.sum(), 1)))
 
         def backprop(dY):
@@ -23,58 +26,82 @@ def constant(probs, name, **attrs):
     return Model(name, forward, dims={"nO": len(probs)}, attrs=dict(attrs))
 
 
-def fitted(probs, name, docs="papers", silent_sections=()):
+def fitted(probs, name, docs="papers"):
     """A fitted member (ml/fitted.py's marker and scope attrs) that outputs ``probs``."""
-    from spacy_rhetoric.ml.fitted import FITTED
-
-    return constant(probs, name, **{FITTED: True, "docs": docs, "state": {"fitted": True},
-                                    "silent_sections": list(silent_sections), "paper_sections": []})
+    return constant(probs, name, **{FITTED: True, "docs": docs, "state": {"fitted": True}})
 
 
-def batch(nlp, texts):
-    docs = [nlp(t) for t in texts]
+def as_X(docs):
     return docs, make_indices(NumpyOps(), [doc_sentences(d)[1] for d in docs])
 
 
-def test_the_network_alone_trains_and_the_fitted_members_join_it_where_they_speak():
+def paper_and_plain():
     nlp = spacy.blank("en")
     paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["abstract", "method"])
     plain = doc_from_sentences(nlp, ["Plain text here."])
-    X = ([paper, plain], make_indices(NumpyOps(), [doc_sentences(d)[1] for d in (paper, plain)]))
+    return as_X([paper, plain])
+
+
+def test_scopes_of_the_rows():
+    rows = scope_rows(paper_and_plain())
+    assert {s: r.tolist() for s, r in rows.items()} == {
+        "paper_body": [0, 1, 0], "paper_abstract": [1, 0, 0], "other_docs": [0, 0, 1]}
+
+
+def test_each_scope_mixes_with_its_own_weights_and_training_is_the_network_alone():
+    X = paper_and_plain()
     network = constant([0.8, 0.2], "network")
-    papers = fitted([0.2, 0.8], "papers", silent_sections=["abstract"])
-    model = experts([network, papers], [1.0, 3.0])
-    assert model.attrs["weights"] == [0.25, 0.75]
-    # prediction: the paper member speaks on the paper's body only; the abstract and plain text are the network's
-    assert numpy.allclose(model.predict(X), [[0.8, 0.2], [0.35, 0.65], [0.8, 0.2]])
-    # training: the network's rows, its gradient untouched; the fitted member is not run
+    papers = fitted([0.2, 0.8], "papers")
+    abstracts = fitted([0.5, 0.5], "abstracts", docs="others")
+    weights = {"paper_body": {"network": 0.25, "papers": 0.75},
+               "paper_abstract": {"network": 0.5, "papers": 0.25, "abstracts": 0.25},
+               "other_docs": {"network": 0.4, "abstracts": 0.6}}
+    model = experts(network, {"papers": papers, "abstracts": abstracts}, weights)
+    assert mixture_weights(model) == weights
+    out = model.predict(X)
+    assert numpy.allclose(out[0], [0.5 * 0.8 + 0.25 * 0.2 + 0.25 * 0.5, 0.5 * 0.2 + 0.25 * 0.8 + 0.25 * 0.5])
+    assert numpy.allclose(out[1], [0.25 * 0.8 + 0.75 * 0.2, 0.25 * 0.2 + 0.75 * 0.8])
+    assert numpy.allclose(out[2], [0.4 * 0.8 + 0.6 * 0.5, 0.4 * 0.2 + 0.6 * 0.5])
+    # each member computes only the rows it is weighed on
+    assert papers.attrs["silent_sections"] == [] and abstracts.attrs["paper_sections"] == ["abstract"]
+    # training: the network's rows, its gradient untouched; the fitted members are not run
+    runs = papers.attrs["runs"]
     Y, backprop = model.begin_update(X)
     assert numpy.allclose(Y, [[0.8, 0.2]] * 3)
     dY = numpy.arange(6, dtype="f").reshape(3, 2)
     backprop(dY)
-    assert numpy.array_equal(network.attrs["dY"], dY) and "dY" not in papers.attrs
+    assert numpy.array_equal(network.attrs["dY"], dY) and papers.attrs["runs"] == runs
 
 
-def test_a_mixture_has_exactly_one_member_trained_by_gradient_and_valid_weights():
-    a, b = constant([0.8, 0.2], "a"), constant([0.2, 0.8], "b")
-    with pytest.raises(ValueError, match="exactly one member"):
-        experts([a, b], [0.5, 0.5])
-    with pytest.raises(ValueError, match="exactly one member"):
-        experts([fitted([0.5, 0.5], "f")], [1.0])
-    with pytest.raises(ValueError):
-        experts([a, fitted([0.5, 0.5], "f")], [1.0])
-    with pytest.raises(ValueError):
-        experts([a, fitted([0.5, 0.5], "f")], [0.0, 0.0])
+def test_an_unfitted_member_gives_its_weight_to_the_network_and_a_member_weighed_zero_is_not_run():
+    X = paper_and_plain()
+    network, papers = constant([0.8, 0.2], "network"), fitted([0.2, 0.8], "papers")
+    papers.attrs["state"] = None
+    model = experts(network, {"papers": papers}, {"paper_body": {"network": 0.5, "papers": 0.5}})
+    assert numpy.allclose(model.predict(X), [[0.8, 0.2]] * 3)
+    idle = fitted([0.2, 0.8], "idle")
+    model = experts(constant([0.8, 0.2], "network"), {"idle": idle}, {"paper_body": {"network": 1.0}})
+    model.predict(X)
+    assert "runs" not in idle.attrs
+    assert idle.attrs["silent_sections"] == ["abstract"]
 
 
-def test_a_row_no_fitted_member_speaks_on_is_the_networks():
-    nlp = spacy.blank("en")
-    paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["abstract", "method"])
-    X = ([paper], make_indices(NumpyOps(), [doc_sentences(paper)[1]]))
-    model = experts([constant([0.8, 0.2], "a"), fitted([0.2, 0.8], "b", silent_sections=["abstract"])], [0.0, 1.0])
-    out = model.predict(X)
-    assert not numpy.isnan(out).any()
-    assert numpy.allclose(out, [[0.8, 0.2], [0.2, 0.8]])
+def test_bad_mixtures_are_errors():
+    network = constant([0.8, 0.2], "network")
+    with pytest.raises(ValueError, match="trained by gradient"):
+        experts(fitted([0.5, 0.5], "f"), {}, {"paper_body": {"network": 1.0}})
+    with pytest.raises(ValueError, match="fitted members"):
+        experts(network, {"b": constant([0.2, 0.8], "b")}, {"paper_body": {"network": 1.0}})
+    with pytest.raises(ValueError, match="sum to 1"):
+        experts(network, {"p": fitted([0.5, 0.5], "p")}, {"paper_body": {"network": 0.5, "p": 0.4}})
+    with pytest.raises(ValueError, match="no member"):
+        experts(network, {}, {"paper_body": {"network": 0.5, "ghost": 0.5}})
+    with pytest.raises(ValueError, match="scopes"):
+        experts(network, {}, {"body": {"network": 1.0}})
+    with pytest.raises(ValueError, match="cannot speak"):  # a papers member on abstracts and plain text
+        experts(network, {"p": fitted([0.5, 0.5], "p")}, {"other_docs": {"network": 0.5, "p": 0.5}})
+    with pytest.raises(ValueError, match="cannot speak"):  # the abstracts' member on a paper's body
+        experts(network, {"a": fitted([0.5, 0.5], "a", docs="others")}, {"paper_body": {"network": 0.5, "a": 0.5}})
 
 
 def test_a_list_of_class_weight_powers_is_refused():
@@ -83,17 +110,26 @@ def test_a_list_of_class_weight_powers_is_refused():
         nlp.add_pipe("rhetoric_function_classifier", config={"class_weight_power": [0.0, 1.0]})
 
 
-def test_a_fitted_member_weighed_zero_is_not_run_at_prediction():
-    from spacy_rhetoric.ml.fitted import FITTED
+def test_the_shipped_configs_weights_are_the_weights_that_run():
+    """Every shipped config with a mixture: the per-scope tables of the built
+    model are the config's, and each sums to 1."""
+    from spacy_rhetoric.resources import config_names, config_path
 
-    def boom(model, X, is_train):
-        raise AssertionError("a member weighed 0 was run")
-
-    nlp = spacy.blank("en")
-    paper = doc_from_sentences(nlp, ["We grow films.", "Films grow."], sections=["method", "results"])
-    X = ([paper], make_indices(NumpyOps(), [doc_sentences(paper)[1]]))
-    fitted = Model("fitted", boom, attrs={FITTED: True, "docs": "papers"})
-    model = experts([constant([0.8, 0.2], "a"), fitted], [1.0, 0.0], nO=2)
-    assert numpy.allclose(model.predict(X), [[0.8, 0.2]] * 2)
-    with pytest.raises(AssertionError):
-        experts([constant([0.8, 0.2], "a"), fitted], [0.5, 0.5], nO=2).predict(X)
+    seen = 0
+    for name in config_names():
+        config = spacy.util.load_config(config_path(name))
+        for pipe_name, pipe in config["components"].items():
+            model = pipe.get("model", {})
+            if "weights" not in model:
+                continue
+            seen += 1
+            blank = spacy.blank("en")
+            block = spacy.util.load_config(config_path(name), interpolate=True)["components"][pipe_name]["model"]
+            block["network"]["tok2vec"] = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None,
+                                           "width": 16, "depth": 1, "embed_size": 100, "window_size": 1,
+                                           "maxout_pieces": 2, "subword_features": False}
+            built = blank.add_pipe("rhetoric_function_classifier", config={"model": block}).model
+            runs = mixture_weights(built)
+            assert runs == {s: {k: float(v) for k, v in model["weights"][s].items()} for s in SCOPES}, name
+            assert all(sum(t.values()) == pytest.approx(1.0, abs=1e-3) for t in runs.values())
+    assert seen >= 1

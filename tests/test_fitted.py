@@ -100,7 +100,7 @@ def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
     nlp = spacy.blank("en")
     member = fitted(nlp)
     network = constant([0.2, 0.3, 0.5])
-    mixture = experts([network, member], [0.5, 0.5], nO=3)
+    mixture = experts(network, {"tfidf": member}, {"paper_body": {"network": 0.5, "tfidf": 0.5}}, nO=3)
     paper = as_X([paper_doc(nlp, PAPER, labels=False)])
     Y, backprop = mixture.begin_update(paper)
     assert Y.shape == (len(PAPER), 3)  # the network's block only: the fitted member has no loss
@@ -111,7 +111,8 @@ def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
     assert numpy.allclose(mixture.predict(plain), [[0.2, 0.3, 0.5]] * 2)
     unfitted = tfidf_expert()
     assert unfitted.attrs["state"] is None
-    alone = experts([constant([0.2, 0.3, 0.5]), unfitted], [0.1, 0.9], nO=3)
+    alone = experts(constant([0.2, 0.3, 0.5]), {"tfidf": unfitted}, {"paper_body": {"network": 0.1, "tfidf": 0.9}},
+                    nO=3)
     alone.initialize(X=paper)
     assert numpy.allclose(alone.predict(paper), [[0.2, 0.3, 0.5]] * len(PAPER))
     assert fitted_members(mixture) == [member]
@@ -137,10 +138,12 @@ def test_a_member_of_the_other_docs_learns_from_and_speaks_on_abstracts_and_plai
     # no section feature: the same abstract under "Abstract" or as plain text gets the same row
     assert numpy.allclose(others.predict(as_X([abstract])), out[len(PAPER):])
     network = constant([0.2, 0.3, 0.5])
-    mixture = experts([network, papers, others], [0.5, 0.25, 0.25], nO=3)
+    mixture = experts(network, {"papers": papers, "others": others},
+                      {"paper_body": {"network": 0.5, "papers": 0.5}, "other_docs": {"network": 0.25, "others": 0.75}},
+                      nO=3)
     mixed = mixture.predict(X)
-    assert numpy.allclose(mixed[len(PAPER):], (2 * numpy.asarray([0.2, 0.3, 0.5]) + out[len(PAPER):]) / 3)
-    assert numpy.allclose(mixed[: len(PAPER)], (2 * numpy.asarray([0.2, 0.3, 0.5]) + papers.predict(X)[: len(PAPER)]) / 3)
+    assert numpy.allclose(mixed[len(PAPER):], 0.25 * numpy.asarray([0.2, 0.3, 0.5]) + 0.75 * out[len(PAPER):])
+    assert numpy.allclose(mixed[: len(PAPER)], 0.5 * numpy.asarray([0.2, 0.3, 0.5]) + 0.5 * papers.predict(X)[: len(PAPER)])
 
 
 def test_a_refit_member_predicts_with_its_new_state():

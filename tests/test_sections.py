@@ -21,6 +21,7 @@ from spacy_rhetoric.readers.section_labels import (
 )
 
 CLASSIFIER = "rhetoric_function_classifier"
+FULL_PAPER = "spacy_rhetoric.FullPaperSentenceClassifier.v4"
 TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 32, "depth": 1,
            "embed_size": 500, "window_size": 1, "maxout_pieces": 2, "subword_features": True}
 
@@ -28,6 +29,10 @@ TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None
 def model_config(**kwargs):
     config = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "pooling": "mean",
               "width": 32, "depth": 1, "dropout": 0.0, "tok2vec": TOK2VEC}
+    if kwargs.get("@architectures") == FULL_PAPER:  # the network's arguments go to its block
+        network = {k: v for k, v in config.items() if k != "@architectures"}
+        network.update(kwargs["network"])
+        return dict(kwargs, network=network)
     config.update(kwargs)
     return config
 
@@ -126,23 +131,31 @@ def predict(nlp, sents, sections, headings):
 
 
 V3 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "ngram_size": 2, "ngram_length": 4096}
-# the full-paper mixture without the fine-tuned member (TF-IDF members only), then with it
-FULL = dict(V3, **{"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v3", "section_scale": 1.0,
-                   "acknowledgements": False, "tfidf_min_df": 1, "embedding_model": None, "abstract_weight": 0.3,
-                   "finetuned_weight": 0.0})
+# the full-paper mixture with TF-IDF members only (every TRAIN doc is a paper: the abstracts' is not fitted)
+FULL = {"@architectures": FULL_PAPER,
+        "network": {"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1", "section_scale": 1.0,
+                    "acknowledgements": False, "ngram_size": 2, "ngram_length": 4096},
+        "members": {"tfidf": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1},
+                    "abstracts": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1,
+                                  "learn_from": "others", "use_sections": False}},
+        "weights": {"paper_body": {"network": 0.5, "tfidf": 0.5},
+                    "paper_abstract": {"network": 0.4, "tfidf": 0.3, "abstracts": 0.3},
+                    "other_docs": {"network": 0.5, "abstracts": 0.5}}}
 # + the fine-tuned MiniLM member (two top layers, a few passes over the tiny papers)
-FULL_TUNED = dict(FULL, **{"finetuned_weight": 0.3, "finetuned_frozen_layers": 4, "finetuned_epochs": 10.0,
-                           "finetuned_batch_size": 4, "finetuned_learn_rate": 0.0005, "finetuned_max_length": 48,
-                           "abstract_paper_sections": ["abstract"]})
+FULL_TUNED = dict(FULL, members=dict(FULL["members"], finetuned={
+    "@architectures": "spacy_rhetoric.FinetunedMember.v1", "frozen_layers": 4, "epochs": 10.0, "batch_size": 4,
+    "learn_rate": 0.0005, "max_length": 48}), weights={
+        "paper_body": {"network": 0.4, "tfidf": 0.3, "finetuned": 0.3},
+        "paper_abstract": {"network": 0.4, "tfidf": 0.2, "finetuned": 0.2, "abstracts": 0.2},
+        "other_docs": {"network": 0.5, "abstracts": 0.5}})
 
 
 @pytest.mark.slow  # trains 60 steps
 @pytest.mark.parametrize("arch", [{"ngram_size": 0, "positions": "docs", "segments": "docs"}, V3,
                                   dict(V3, decode="viterbi"), dict(V3, segments="docs"), dict(V3, ngram_size=0),
-                                  FULL, dict(FULL, embedding_model="sentence-transformers/all-MiniLM-L6-v2"),
-                                  FULL_TUNED],
+                                  FULL, FULL_TUNED],
                          ids=["v3-plain", "v3", "v3-viterbi", "v3-docs", "v3-no-ngrams", "full-paper",
-                              "full-paper-minilm", "full-paper-tuned"])
+                              "full-paper-tuned"])
 def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
@@ -153,11 +166,9 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
     # the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not;
     # + the fine-tuned member, last
-    mixture = "FullPaper" in arch.get("@architectures", "")
-    n_fitted = 1 + ("minilm" in str(arch.get("embedding_model")).lower()) if mixture else 0
+    mixture = arch.get("@architectures") == FULL_PAPER
     fitted = [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)]
-    assert fitted == ([True] * n_fitted + [False] if n_fitted else []) + ([True] if mixture and arch.get(
-        "finetuned_weight") else [])
+    assert fitted == ([True, False] if mixture else []) + ([True] if "finetuned" in arch.get("members", {}) else [])
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
     assert in_results[0][0] == "result" and in_intro[1][0] == "background"

@@ -57,7 +57,7 @@ DEFAULT_CLASSIFIER_STEPS = 800
 DEFAULT_ENCODER_STEPS = 400
 # The demo's classifier is the packaged config with a shorter fine-tune of its MiniLM member (half a pass over
 # the papers' sentences instead of one), so that ``make demo`` fits in 8 minutes on two cores.
-DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.finetuned_epochs": 0.5}
+DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.members.finetuned.epochs": 0.5}
 
 
 class DemoError(PathError):

@@ -4,7 +4,7 @@ arguments, declared once, and the refs and attrs the components read.
 spaCy reads an architecture's arguments (names, types, defaults) from its
 signature: the config schema is built from ``inspect.signature``. The
 context classifier, the sequence classifier, the section-aware classifier
-and the full-paper classifier, and the context encoder take the same groups of arguments (the
+and the context encoder take the same groups of arguments (the
 context trunk's, the section features', the sequence head's), so each
 argument is declared once in :data:`ARGUMENTS` and :func:`architecture`
 gives a builder the signature made of the names it lists, in that order
@@ -50,33 +50,6 @@ ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "head_scale": (float, 1.0),
     "segments": (str, "sections"),
     "positions": (str, "sections"),
-    # the full-paper mixture's members (``experts.build_full_paper_sentence_classifier_v3``, ``fitted``)
-    "network_weight": (float, 0.3),
-    "tfidf_weight": (float, 0.4),
-    "embedding_weight": (float, 0.3),
-    "tfidf_ngram_size": (int, 2),
-    "tfidf_min_df": (int, 2),
-    "tfidf_C": (float, 5.0),
-    "neighbour_weight": (float, 0.5),
-    "embedding_model": (Optional[str], "sentence-transformers/all-MiniLM-L6-v2"),
-    "embedding_C": (float, 1.0),
-    "embedding_max_length": (int, 128),
-    "class_weight": (Optional[str], "balanced"),
-    "fitted_silent_sections": (Sequence[str], ()),
-    "abstract_weight": (float, 0.0),
-    "abstract_C": (float, 1.0),
-    "normalize_digits": (bool, False),
-    "embedding_learn_from": (str, "papers"),
-    # the fine-tuned member (``finetuned``; ``FullPaperSentenceClassifier.v3``)
-    "finetuned_weight": (float, 0.3),
-    "finetuned_model": (Optional[str], "sentence-transformers/all-MiniLM-L6-v2"),
-    "finetuned_epochs": (float, 1.0),
-    "finetuned_frozen_layers": (int, 2),
-    "finetuned_learn_rate": (float, 8e-5),
-    "finetuned_batch_size": (int, 16),
-    "finetuned_max_length": (int, 128),
-    # sections of a paper where the abstracts' member speaks too (``FullPaperSentenceClassifier.v3``)
-    "abstract_paper_sections": (Sequence[str], ()),
     # the encoder's output
     "projection_width": (Optional[int], 256),
     "nO": (Optional[int], None),
@@ -85,12 +58,6 @@ CONTEXT_TRUNK = ("tok2vec", "pooling", "width", "encoder", "depth", "window_size
 SECTION_ARGUMENTS = ("hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
                     "acknowledgements")
 SEQUENCE_HEAD = ("ngram_size", "ngram_length", "decode", "head_scale")
-FITTED_MEMBERS = ("network_weight", "tfidf_weight", "embedding_weight", "tfidf_ngram_size", "tfidf_min_df", "tfidf_C",
-                  "neighbour_weight", "embedding_model", "embedding_C", "embedding_max_length", "class_weight",
-                  "fitted_silent_sections", "abstract_weight", "abstract_C", "normalize_digits",
-                  "embedding_learn_from")
-FINETUNED_MEMBER = ("finetuned_weight", "finetuned_model", "finetuned_epochs", "finetuned_frozen_layers",
-                    "finetuned_learn_rate", "finetuned_batch_size", "finetuned_max_length", "abstract_paper_sections")
 
 
 def architecture(*names: str, **defaults: Any) -> Callable[[Callable[..., Model]], Callable[..., SentenceModel]]:

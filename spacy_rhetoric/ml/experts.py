@@ -1,24 +1,45 @@
-"""The full-paper sentence classifier: a mixture of a section-aware context
-network and members fitted when the pipe is initialized.
+"""The full-paper sentence classifier: a section-aware network and members
+fitted when the pipe is initialized, each a block of the config, mixed with
+weights stated per scope.
 
-``experts(members, weights)``: every member maps ``(docs, indices)`` to one
-row of label probabilities per sentence. Exactly one member, the network
-(``SectionAwareSentenceClassifier.v3``'s layers with its CRF), learns by
-gradient: in training the layer is that member. The others are fitted at
-initialize (``ml/fitted.py``: TF-IDF logistic regressions by scikit-learn;
-``ml/finetuned.py``: the top layers of a sentence-transformers model
-fine-tuned on the papers' sentences) and have no loss. At prediction the layer
-averages, on each row, the members that speak there (``fitted.speaks``: a
-paper member on full papers, the abstracts' member on docs that are not
-papers and on the paper sections it is given), each with its weight; a row
-where no fitted member speaks is the network's.
+``spacy_rhetoric.FullPaperSentenceClassifier.v4`` takes its parts as nested
+config blocks, as spaCy's ``TextCatEnsemble.v2`` does::
 
-Why a mixture: on full papers the network and a lexical model of the sentence,
-its neighbours, its section and its position make different errors, and
-members that each learn from their own objective keep their own view, as in
-an ensemble (the figures: RESULTS.md, full papers).
+    [model]                     FullPaperSentenceClassifier.v4: forced_sections, forced_label
+    [model.network]             SectionAwareNetwork.v1: trunk + section one-hot + CRF (the one member trained by gradient)
+    [model.network.tok2vec]
+    [model.members.tfidf]       TfidfMember.v1 (learn_from = "papers")
+    [model.members.abstracts]   TfidfMember.v1 (learn_from = "others", use_sections = false)
+    [model.members.finetuned]   FinetunedMember.v1
+    [model.weights.paper_body]      network = 0.2, tfidf = 0.4, finetuned = 0.4
+    [model.weights.paper_abstract]  ...
+    [model.weights.other_docs]      network = 0.4, abstracts = 0.6
+
+The members (``ml/fitted.py``: TF-IDF logistic regressions fitted by
+scikit-learn; ``ml/finetuned.py``: the top layers of a sentence-transformers
+model fine-tuned on the papers' sentences) are fitted by
+``rhetoric_function_classifier.initialize`` and have no loss: in training
+the model is the network alone. A member learns from the docs of its
+``learn_from`` ("papers": full papers, ``segments.is_paper``; "others":
+abstracts and plain text).
+
+The weights: one table per scope of a sentence -- ``paper_body`` (a full
+paper's sentences outside its abstract), ``paper_abstract`` (a full paper's
+abstract), ``other_docs`` (abstracts and plain text) -- each summing to 1,
+naming the network and members; a name left out has weight 0 there. At
+prediction each sentence's probabilities are the weighted sum of those of
+the network and members with these exact weights (``mixture_weights`` reads
+them back from a built model); only a member not fitted (no training doc of
+its kind) gives its weight to the network. Adding a member: register a
+builder that returns a fitted member (``fitted._fitted_member``) and add its
+block and its weights to the config.
+
+Why a mixture: on full papers the network and a lexical model of the
+sentence, its neighbours, its section and its position make different
+errors, and members that each learn from their own objective keep their own
+view, as in an ensemble.
 """
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -27,28 +48,70 @@ from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
-from .assembly import CONTEXT_TRUNK, FINETUNED_MEMBER, FITTED_MEMBERS, SEQUENCE_HEAD, architecture
-from .fitted import embedding_expert, finetuned_expert, is_fitted_member, speaks, tfidf_expert
+from ..section_headings import BACK_MATTER, OTHER
+from .fitted import finetuned_expert, is_fitted_member, tfidf_expert
 from .sections import _section_aware_model, section_aware_layers
+from .segments import paper_rows
 from .sequence import crf_layer, emitters
 
+NETWORK = "network"
+SCOPES = ("paper_body", "paper_abstract", "other_docs")
+ABSTRACT = "abstract"
 
-def experts(members: Sequence[Model], weights: Sequence[float], nO: Optional[int] = None) -> Model:
-    """Weighted mean of the members' probabilities at prediction (module
-    docstring); in training the output of the one member that learns by
-    gradient (the others are fitted at initialize and have no loss).
-    ``weights`` are normalised to sum to 1. The members' output dims follow
-    this layer's ``nO`` (each member has its output layer as ref "output")."""
-    if len(members) != len(weights) or not members:
-        raise RhetoricError(f"experts: {len(members)} members for {len(weights)} weights")
-    if any(w < 0 for w in weights) or sum(weights) <= 0:
-        raise RhetoricError(f"experts: weights must be >= 0 with a positive sum, got {list(weights)}")
-    trained = [m.name for m in members if not is_fitted_member(m)]
-    if len(trained) != 1:
-        raise RhetoricError(f"experts: exactly one member learns by gradient, got {trained or 'none'}")
-    total = float(sum(weights))
-    return Model("experts", _experts_forward, init=_experts_init, layers=list(members), dims={"nO": nO},
-                 attrs={"weights": [float(w) / total for w in weights]})
+
+def scope_rows(X: Tuple[List[Doc], Ragged]) -> Dict[str, numpy.ndarray]:
+    """Per scope, 1.0 on the sentence rows of ``X`` in it (module docstring)."""
+    papers = paper_rows(X)
+    body = paper_rows(X, (ABSTRACT,))
+    return {"paper_body": body, "paper_abstract": papers - body, "other_docs": 1.0 - papers}
+
+
+def _check_weights(weights: Mapping[str, Mapping[str, float]], names: Sequence[str],
+                   learn_from: Mapping[str, str]) -> Dict[str, Dict[str, float]]:
+    unknown = set(weights) - set(SCOPES)
+    if unknown or not weights:
+        raise RhetoricError(f"mixture weights: scopes are {list(SCOPES)}, got {sorted(weights)}")
+    out = {}
+    for scope in SCOPES:
+        table = {str(k): float(v) for k, v in dict(weights.get(scope, {NETWORK: 1.0})).items()}
+        stray = set(table) - set(names)
+        if stray:
+            raise RhetoricError(f"mixture weights.{scope}: {sorted(stray)} is no member (members: {list(names)})")
+        if any(v < 0 for v in table.values()) or abs(sum(table.values()) - 1.0) > 1e-3:
+            raise RhetoricError(f"mixture weights.{scope} must be >= 0 and sum to 1, got {table}")
+        # a member speaks only on docs of the kind it learned from (and the abstracts' also on a paper's abstract)
+        barred = [name for name, value in table.items() if value > 0 and name != NETWORK and
+                  scope == ("paper_body" if learn_from[name] == "others" else "other_docs")]
+        if barred:
+            raise RhetoricError(f"mixture weights.{scope}: {barred} learn from other docs and cannot speak there")
+        out[scope] = table
+    return out
+
+
+def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, Mapping[str, float]],
+            nO: Optional[int] = None) -> Model:
+    """The network and the fitted ``members`` (by name) mixed with the
+    per-scope ``weights`` (module docstring); in training the network alone."""
+    if is_fitted_member(network):
+        raise RhetoricError("experts: the network is the member trained by gradient, not a fitted one")
+    bad = [name for name, m in members.items() if not isinstance(m, Model) or not is_fitted_member(m)]
+    if bad or NETWORK in members:
+        raise RhetoricError(f"experts: members must be fitted members named other than {NETWORK!r}, got {bad}")
+    names = [NETWORK, *members]
+    table = _check_weights(weights, names, {name: m.attrs.get("docs", "papers") for name, m in members.items()})
+    for name, member in members.items():  # each member computes only the rows it is weighed on
+        if member.attrs.get("docs", "papers") == "others":
+            member.attrs["paper_sections"] = [ABSTRACT] if table["paper_abstract"].get(name, 0) > 0 else []
+        else:
+            member.attrs["silent_sections"] = [] if table["paper_abstract"].get(name, 0) > 0 else [ABSTRACT]
+    return Model("experts", _experts_forward, init=_experts_init, layers=[network, *members.values()],
+                 dims={"nO": nO}, attrs={"names": names, "weights": table})
+
+
+def mixture_weights(model: Model) -> Dict[str, Dict[str, float]]:
+    """The per-scope weights the mixture in ``model`` runs with."""
+    node = next(n for n in model.walk() if n.name == "experts")
+    return {scope: dict(table) for scope, table in node.attrs["weights"].items()}
 
 
 def _experts_init(model: Model, X=None, Y=None) -> None:
@@ -60,121 +123,90 @@ def _experts_init(model: Model, X=None, Y=None) -> None:
         member.initialize(X=X)
 
 
-def _member_weights(model: Model, member: Model, weight: float, X, n_rows: int):
-    """A member's weight on each row at prediction, ``[n, 1]``: a fitted
-    member (ml/fitted.py) speaks where its own scope says (``fitted.speaks``)
-    and not at all before it is fitted; the trained member everywhere."""
-    if is_fitted_member(member):
-        if member.attrs.get("state") is None:
-            return model.ops.alloc2f(n_rows, 1)
-        return model.ops.asarray2f((speaks(member, X) * weight).astype("f")[:, None])
-    return model.ops.asarray2f(numpy.full((n_rows, 1), weight, dtype="f"))
-
-
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
-    if is_train:  # fitted members (ml/fitted.py) have nothing to learn: only the trained one runs
-        network = next(m for m in model.layers if not is_fitted_member(m))
+    network = model.layers[0]
+    if is_train:  # the fitted members have nothing to learn
         return network(X, is_train)
-    # a fitted member weighed 0 (e.g. one set aside by a benchmark) adds nothing to the average: not run
-    members = [(m, w) for m, w in zip(model.layers, model.attrs["weights"]) if w > 0 or not is_fitted_member(m)]
-    outputs = [member.predict(X) for member, _ in members]
-    n_rows = outputs[0].shape[0]
-    weights = [_member_weights(model, m, w, X, n_rows) for m, w in members]
-    # a row no member speaks on (all the weight on fitted members silent there): the trained member's
-    empty = (sum(weights) <= 0).astype("f")
-    weights = [w if is_fitted_member(m) else w + empty for w, (m, _) in zip(weights, members)]
-    total = sum(weights)
+    scopes = scope_rows(X)
+    rows = []
+    for name, member in zip(model.attrs["names"], model.layers):
+        row = sum(scopes[s] * model.attrs["weights"][s].get(name, 0.0) for s in SCOPES)
+        rows.append(row if not is_fitted_member(member) or member.attrs.get("state") is not None else 0.0 * row)
+    rows[0] = rows[0] + sum(scopes[s] for s in SCOPES) - sum(rows)  # an unfitted member's weight: the network's
     mixed = None
-    for w, probs in zip(weights, outputs):
-        mixed = probs * (w / total) if mixed is None else mixed + probs * (w / total)
+    for member, row in zip(model.layers, rows):
+        if member is not network and not row.any():
+            continue  # weighed 0 on every row of the batch: not run
+        probs = member.predict(X) * model.ops.asarray2f(row.astype("f")[:, None])
+        mixed = probs if mixed is None else mixed + probs
     return mixed, lambda dY: []
 
 
-def _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,
-             use_sections, section_scale, acknowledgements, ngram_size, ngram_length, decode, head_scale):
-    """The pooler and the section-aware network (as
-    ``SectionAwareSentenceClassifier.v3``) with its CRF: the mixture's one
-    member trained by gradient."""
+@registry.architectures("spacy_rhetoric.SectionAwareNetwork.v1")
+def build_section_aware_network(tok2vec: Model[List[Doc], List[Floats2d]], pooling: str = "mean+max",
+                                width: int = 128, encoder: str = "cnn", depth: int = 2, window_size: int = 1,
+                                maxout_pieces: int = 3, dropout: float = 0.1, hidden_size: int = 0,
+                                use_sections: bool = True, section_scale: float = 5.0, acknowledgements: bool = True,
+                                ngram_size: int = 2, ngram_length: int = 2 ** 18, decode: str = "marginal",
+                                head_scale: float = 1.0) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """The mixture's network: ``SectionAwareSentenceClassifier.v3``'s layers
+    (sections as segments and positions; the same arguments) up to its CRF,
+    without the back-matter rule (the mixture applies it to the mixed
+    probabilities). Its refs: "tok2vec", "pooler"."""
     pooler, layers = section_aware_layers(
         tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
         maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
         section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
-    return pooler, crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode,
-                             head_scale=head_scale)
+    crf = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode, head_scale=head_scale)
+    crf.set_ref("tok2vec", tok2vec)
+    crf.set_ref("pooler", pooler)
+    crf.attrs.update({"use_sections": bool(use_sections), "acknowledgements": bool(acknowledgements)})
+    return crf
 
 
-def _full_paper_mixture(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout, hidden_size,
-                        use_sections, forced_sections, forced_label, section_scale, acknowledgements, ngram_size,
-                        ngram_length, decode, head_scale, network_weight, tfidf_weight, embedding_weight, tfidf_ngram_size,
-                        tfidf_min_df, tfidf_C, neighbour_weight, embedding_model, embedding_C, embedding_max_length,
-                        class_weight, fitted_silent_sections, abstract_weight, abstract_C, normalize_digits,
-                        embedding_learn_from, nO, finetuned: Optional[Model] = None, finetuned_weight: float = 0.0,
-                        abstract_paper_sections: Sequence[str] = ()):
-    """The network, the fitted members whose weight is > 0 (``finetuned`` last)
-    and the back-matter rule on their mixture."""
-    pooler, network = _network(tok2vec, pooling, width, encoder, depth, window_size, maxout_pieces, dropout,
-                               hidden_size, use_sections, section_scale, acknowledgements, ngram_size,
-                               ngram_length, decode, head_scale)
-    members, weights = [network], [network_weight]
-    silent = list(fitted_silent_sections)
-    if tfidf_weight > 0:
-        members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, tfidf_C, class_weight,
-                                    silent_sections=silent, normalize_digits=normalize_digits))
-        weights.append(tfidf_weight)
-    if embedding_model and embedding_weight > 0:
-        members.append(embedding_expert(embedding_model, neighbour_weight, embedding_C, class_weight,
-                                        max_length=embedding_max_length, silent_sections=silent,
-                                        learn_from=embedding_learn_from))
-        weights.append(embedding_weight)
-    if abstract_weight > 0:
-        members.append(tfidf_expert(tfidf_ngram_size, tfidf_min_df, neighbour_weight, abstract_C, class_weight,
-                                    docs="others", use_sections=False, normalize_digits=normalize_digits,
-                                    paper_sections=list(abstract_paper_sections)))
-        weights.append(abstract_weight)
-    if finetuned is not None and finetuned_weight > 0:
-        members.append(finetuned)
-        weights.append(finetuned_weight)
-    # each fitted member speaks where its own scope says (fitted.speaks)
-    mixture = experts(members, weights, nO=nO)
-    return _section_aware_model(mixture, tok2vec, pooler, mixture, forced_sections, forced_label, use_sections,
-                                acknowledgements)
+@registry.architectures("spacy_rhetoric.TfidfMember.v1")
+def build_tfidf_member(learn_from: str = "papers", ngram_size: int = 2, min_df: int = 2, C: float = 5.0,
+                       neighbour_weight: float = 0.5, class_weight: Optional[str] = "balanced",
+                       use_sections: bool = True, normalize_digits: bool = False) -> Model:
+    """A member fitted by scikit-learn at initialize: TF-IDF (sublinear tf)
+    1..``ngram_size``-grams (``min_df``) of the sentence and of its
+    neighbours (``neighbour_weight`` times), the section one-hot
+    (``use_sections``) and the position buckets -> ``LogisticRegression(C,
+    class_weight)`` (``fitted.tfidf_expert``). ``learn_from``: "papers" or
+    "others" (abstracts and plain text). ``normalize_digits``: every digit
+    reads 0."""
+    if learn_from not in ("papers", "others"):
+        raise RhetoricError(f"TfidfMember.v1: learn_from is 'papers' or 'others', got {learn_from!r}")
+    return tfidf_expert(ngram_size, min_df, neighbour_weight, C, class_weight, docs=learn_from,
+                        use_sections=use_sections, normalize_digits=normalize_digits)
 
 
-@registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v3")
-@architecture(*CONTEXT_TRUNK, "hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
-              "acknowledgements", *SEQUENCE_HEAD, *FITTED_MEMBERS, *FINETUNED_MEMBER, "nO", pooling="mean+max",
-              section_scale=5.0, acknowledgements=True)
-def build_full_paper_sentence_classifier_v3(**args: Any) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
-    """The section-aware network (arguments up to ``head_scale``, as
-    ``SectionAwareSentenceClassifier.v3`` with sections as segments and
-    positions) and members fitted when the pipe is initialized:
-    ``tfidf_expert`` (``tfidf_*``, ``neighbour_weight``, ``normalize_digits``)
-    and, unless ``embedding_model`` is null or ``embedding_weight`` 0,
-    ``embedding_expert`` over that model's frozen vectors (``embedding_*``),
-    both learning from full papers only with ``class_weight`` and silent in
-    ``fitted_silent_sections``; with ``abstract_weight > 0`` a TF-IDF
-    member without the section feature (``abstract_C``) that learns from and
-    speaks on the docs that are not full papers; and ``fitted.finetuned_expert``
-    (``ml/finetuned.py``): the top layers of ``finetuned_model`` (the bottom
-    ``finetuned_frozen_layers`` frozen) fine-tuned at initialize on the
-    papers' sentences paired with their heading and neighbours, for
-    ``finetuned_epochs`` passes (``finetuned_learn_rate``,
-    ``finetuned_batch_size``, pairs of ``finetuned_max_length`` word pieces),
-    weighted ``finetuned_weight`` in the average (0, or a null model: left
-    out). Silent in abstracts and plain text, like the other paper members.
-    ``abstract_paper_sections``: the sections of a paper where the
-    abstracts' member (``abstract_weight``, learned from the docs that are
-    not papers, e.g. CSAbstruct) is averaged in too, e.g. ["abstract"]: a
-    paper's abstract is read by the members of both kinds of doc."""
-    # the arguments (declared in assembly.py): the mixture's, then the fine-tuned member's (FINETUNED_MEMBER)
-    tuned = {name: args.pop(name) for name in FINETUNED_MEMBER}
-    finetuned = None
-    if tuned["finetuned_model"] and tuned["finetuned_weight"] > 0:
-        finetuned = finetuned_expert(tuned["finetuned_model"], epochs=tuned["finetuned_epochs"],
-                                     learn_rate=tuned["finetuned_learn_rate"],
-                                     batch_size=tuned["finetuned_batch_size"],
-                                     max_length=tuned["finetuned_max_length"],
-                                     frozen_layers=tuned["finetuned_frozen_layers"],
-                                     silent_sections=list(args["fitted_silent_sections"]))
-    return _full_paper_mixture(**args, finetuned=finetuned, finetuned_weight=tuned["finetuned_weight"],
-                               abstract_paper_sections=tuned["abstract_paper_sections"])
+@registry.architectures("spacy_rhetoric.FinetunedMember.v1")
+def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2", epochs: float = 1.0,
+                           frozen_layers: int = 2, learn_rate: float = 8e-5, batch_size: int = 16,
+                           max_length: int = 128) -> Model:
+    """A member fine-tuned at initialize on the full papers' sentences: the
+    top layers of the Hugging Face encoder ``name`` (resolved offline; the
+    bottom ``frozen_layers`` frozen) over the sentence paired with its
+    heading and neighbours, beside section + position -> linear -> softmax,
+    ``epochs`` passes (``learn_rate``, ``batch_size``, pairs of
+    ``max_length`` word pieces); ``ml/finetuned.py``."""
+    return finetuned_expert(name, epochs=epochs, learn_rate=learn_rate, batch_size=batch_size,
+                            max_length=max_length, frozen_layers=frozen_layers)
+
+
+@registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v4")
+def build_full_paper_sentence_classifier(network: Model[Tuple[List[Doc], Ragged], Floats2d],
+                                         members: Dict[str, Any], weights: Dict[str, Dict[str, float]],
+                                         forced_sections: Sequence[str] = (BACK_MATTER,),
+                                         forced_label: str = OTHER,
+                                         nO: Optional[int] = None) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """``network`` (``SectionAwareNetwork.v1``) and the fitted ``members``
+    (blocks by name, each a builder's fitted member; typed ``Any`` as
+    confection checks a dict of blocks) mixed with the per-scope ``weights`` (module
+    docstring); sentences in ``forced_sections`` get ``forced_label`` by
+    rule, as in ``SectionAwareSentenceClassifier.v3``."""
+    mixture = experts(network, members, weights, nO=nO)
+    return _section_aware_model(mixture, network.get_ref("tok2vec"), network.get_ref("pooler"), mixture,
+                                forced_sections, forced_label, network.attrs["use_sections"],
+                                network.attrs["acknowledgements"])
