@@ -45,7 +45,6 @@ ENTRY_POINTS = {
         "rhetoric_section_encoder = spacy_rhetoric.pipeline.section_encoder:make_section_encoder",
     ],
     "spacy_architectures": [
-        "spacy_rhetoric.SentencePooler.v1 = spacy_rhetoric.ml.pooling:sentence_pooler_v1",
         "spacy_rhetoric.SentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_sentence_classifier",
         "spacy_rhetoric.ContextSentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_context_sentence_classifier",
         "spacy_rhetoric.SequenceSentenceClassifier.v1 = spacy_rhetoric.ml.sequence:build_sequence_sentence_classifier",

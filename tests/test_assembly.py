@@ -46,3 +46,37 @@ def test_architecture_binds_positional_and_keyword_arguments():
     assert seen == {"tok2vec": "t2v", "width": 7, "nO": 3}
     with pytest.raises(TypeError):
         build("t2v", unknown=1)
+
+
+def shipped_architectures():
+    """The architectures setup.py registers (entry points) and those the
+    shipped configs (configs/*.cfg) name."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    setup = (root / "setup.py").read_text(encoding="utf8")
+    block = setup[setup.index('"spacy_architectures"'):]
+    block = block[: block.index("]")]
+    registered = set(re.findall(r'"(spacy_rhetoric\.[\w.]+) =', block))
+    used = set()
+    for cfg in (root / "configs").glob("*.cfg"):
+        used |= set(re.findall(r'@architectures = "(spacy_rhetoric\.[\w.]+)"', cfg.read_text(encoding="utf8")))
+    return registered, used
+
+
+def test_every_registered_architecture_is_used_by_a_shipped_config():
+    """No registered architecture that no shipped config uses (delete it
+    before a release); the one exception is the architecture spaCy writes
+    into an assembled pipeline's config when it gives a component its own
+    copy of a chunked transformer (``replace_listeners``)."""
+    from spacy_rhetoric.ml.transformer import chunked_replace_listener_cfg
+
+    registered, used = shipped_architectures()
+    assert "spacy_rhetoric.FullPaperSentenceClassifier.v4" in registered
+    written = chunked_replace_listener_cfg(
+        {"@architectures": "spacy_rhetoric.ChunkedTransformerModel.v1", "name": "m", "max_windows_per_pass": 8,
+         "get_spans": {}, "tokenizer_config": {}},
+        {"@architectures": "spacy-transformers.TransformerListener.v1", "pooling": {}, "grad_factor": 1.0})
+    assert registered - used == {written["@architectures"]}
+    assert used <= registered

@@ -16,7 +16,6 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from spacy.ml.extract_spans import extract_spans
 from spacy.tokens import Doc, Span
 from spacy.training import Example
-from spacy.util import registry
 from thinc.api import (
     Model,
     chain,
@@ -222,11 +221,3 @@ def _pooler_forward(
         return bp_spans(bp_reduce(dY.dataXd))
 
     return Ragged(vectors, lengths), backprop
-
-
-@registry.architectures("spacy_rhetoric.SentencePooler.v1")
-def sentence_pooler_v1(
-    tok2vec: Model[List[Doc], List[Floats2d]], pooling: str = "mean"
-) -> Model[Tuple[List[Doc], Ragged], Ragged]:
-    """Registered form of ``build_sentence_pooler``."""
-    return build_sentence_pooler(tok2vec, pooling)
