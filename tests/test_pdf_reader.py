@@ -24,17 +24,26 @@ def nlp():
     return spacy.blank("en")
 
 
-def make_pdf(pages, width=612, height=792) -> bytes:
+# text turned by its matrix: (a b c d of Tm, the page point of a point (x, y) of the turned frame)
+TURNS = {0: ("1 0 0 1", lambda x, y, w, h: (x, y)), 90: ("0 1 -1 0", lambda x, y, w, h: (w - y, x)),
+         180: ("-1 0 0 -1", lambda x, y, w, h: (w - x, h - y)), 270: ("0 -1 1 0", lambda x, y, w, h: (y, h - x))}
+
+
+def make_pdf(pages, width=612, height=792, turn=0) -> bytes:
     """A minimal PDF: ``pages`` is a list of pages, each a list of
     ``(font, size, x, y, pieces)`` where pieces is a TJ array body (strings
     in parentheses and kerning numbers), fonts F1 Helvetica and F2
-    Helvetica-Bold."""
+    Helvetica-Bold. ``turn``: every run drawn turned by that many degrees
+    (counter-clockwise) by its text matrix, ``x, y`` then in the turned
+    frame (``height`` wide and ``width`` high at 90 and 270)."""
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", None,
                b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
                b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>"]
     kids = []
+    matrix, place = TURNS[turn]
     for runs in pages:
-        stream = b"".join(f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm [{pieces}] TJ ET\n".encode("cp1252")  # WinAnsiEncoding
+        stream = b"".join(f"BT /{font} {size} Tf {matrix} {' '.join(map(str, place(x, y, width, height)))} Tm "
+                          f"[{pieces}] TJ ET\n".encode("cp1252")  # WinAnsiEncoding
                           for font, size, x, y, pieces in runs)
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream")
         content = len(objects)
@@ -354,3 +363,103 @@ def test_line_numbers_of_review_copies(tmp_path, nlp):
     review.write_bytes(make_pdf([numbered, numbered]))
     expected = read_paper(plain, nlp).text
     assert read_paper(review, nlp).text == expected and "Sentence one" in expected
+
+
+# -- pathological PDFs: long paragraphs and words, turned text, owner passwords ------------------
+
+
+def test_long_paragraphs_and_words_read_in_linear_time(tmp_path, nlp):
+    """Lines join in time linear in a paragraph's length: a hyphen-wrapped
+    6,000-letter token followed by 200 more lines of one flush-left
+    paragraph, and a 20,000-character word (each line once re-searched the
+    whole paragraph, or the whole line, with an unbounded regex: ~1 minute
+    here; now well under a second)."""
+    import time
+
+    lines = [f"({'a' * 80}-)"] * 74 + [f"({'a' * 80})"] + [words("and then some plain words follow on this line")] * 200
+    pages = [[("F1", 10, 72, 740 - 12 * i, text) for i, text in enumerate(lines[p:p + 55])]
+             for p in range(0, len(lines), 55)]
+    pages[-1].append(("F1", 0.1, 72, 40, f"({'_' * 20000})"))  # word characters, not letters: a note
+    path = tmp_path / "long.pdf"
+    path.write_bytes(make_pdf(pages))
+    start = time.perf_counter()
+    paper = parse_pdf(path)
+    seconds = time.perf_counter() - start
+    assert seconds < 5, seconds
+    (para,) = paper.paragraphs
+    assert para.text.startswith("a" * 6000 + " and then some plain words")  # the token rejoined whole
+    assert para.text.count("plain words") == 200
+
+
+def upright_and_turned(tmp_path, turn):
+    """The same one-column page upright on a landscape page and turned by
+    ``turn`` degrees by its text matrix on a portrait page."""
+    landscape = turn in (90, 270)
+    runs = [("F2", 16, 150, 560, words("A Turned Page")),
+            ("F2", 12, 72, 520, "(1) -1000 (Introduction)"),
+            *body_lines(72, 500, ["The text of this page is drawn turned by its text matrix and",
+                                  "it reads as the same text drawn upright on the page. Its second",
+                                  "sentence ends here."]),
+            ("F1", 10, 90, 450, words("A second paragraph is indented and it ends here."))]
+    width, height = (792, 612) if landscape else (612, 792)
+    upright, turned = tmp_path / "upright.pdf", tmp_path / f"turned{turn}.pdf"
+    upright.write_bytes(make_pdf([runs], width=width, height=height))
+    turned.write_bytes(make_pdf([runs], turn=turn))
+    return upright, turned
+
+
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_text_turned_by_its_matrix(tmp_path, nlp, turn):
+    """A page whose text is drawn turned by the text matrix (not /Rotate) is
+    read, not refused as having no text layer, by both glyph backends."""
+    upright, turned = upright_and_turned(tmp_path, turn)
+    expected = parse_pdf(upright)
+    assert expected.title == "A Turned Page" and len(expected.paragraphs) == 2
+    for backend in ("pdfium", "pdfminer"):
+        paper = parse_pdf(turned, backend=backend)
+        assert paper.title == expected.title, backend
+        assert [(p.heading, p.text) for p in paper.paragraphs] == [(p.heading, p.text) for p in expected.paragraphs]
+    assert read_paper(turned, nlp).text == read_paper(upright, nlp).text
+
+
+def test_a_turned_side_stamp_is_still_left_out(tmp_path):
+    """A few turned glyphs beside upright text (an arXiv side stamp) are
+    left out; the upright text is read."""
+    runs = [("F2", 16, 150, 740, words("A Stamped Page")), ("F2", 12, 72, 700, "(1) -1000 (Introduction)"),
+            *body_lines(72, 680, ["Upright text of the page runs over this line and", "ends on this one."])]
+    stamp = "BT /F1 20 Tf 0 1 -1 0 40 200 Tm (arXiv:2101.00001v1 [cs.CL] 1 Jan 2021) Tj ET\n"
+    data = make_pdf([runs]).replace(b"BT /F2", stamp.encode() + b"BT /F2", 1)
+    data = re.sub(rb"/Length \d+", lambda m: b"/Length %d" % (int(m.group()[8:]) + len(stamp)), data, count=1)
+    path = tmp_path / "stamp.pdf"
+    path.write_bytes(data)
+    for backend in ("pdfium", "pdfminer"):
+        paper = parse_pdf(path, backend=backend)
+        assert paper.title == "A Stamped Page" and "arXiv" not in str(paper)
+        assert [p.text for p in paper.paragraphs] == ["Upright text of the page runs over this line and ends on this "
+                                                      "one."]
+
+
+def test_owner_password_forbidding_copying_is_noted_once(tiny_pdf, tmp_path, nlp, caplog):
+    """A PDF whose owner password forbids copying text (no user password) is
+    read, with one warning naming the file; a plain PDF gives none."""
+    import logging
+
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.constants import UserAccessPermissions
+
+    path = tmp_path / "nocopy.pdf"
+    writer = PdfWriter(clone_from=PdfReader(tiny_pdf))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128",
+                   permissions_flag=UserAccessPermissions.PRINT)
+    writer.write(path)
+    for backend in ("pdfium", "pdfminer"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="spacy_rhetoric.readers.pdf"):
+            paper = parse_pdf(path, backend=backend)
+        assert paper.title == "A Tiny Test Paper"
+        notes = [r.getMessage() for r in caplog.records if "forbids copying" in r.getMessage()]
+        assert len(notes) == 1 and "nocopy.pdf" in notes[0], (backend, notes)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="spacy_rhetoric.readers.pdf"):
+        read_paper(tiny_pdf, nlp)
+    assert not [r for r in caplog.records if "forbids copying" in r.getMessage()]

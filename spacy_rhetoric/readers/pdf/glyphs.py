@@ -11,25 +11,35 @@ measurement, benchmarks/bench_pdf.py):
   (``laparams=None``), form XObjects walked into.
 
 Each character becomes a :class:`Glyph` (y measured from the top of the
-page); rotated glyphs (arXiv side stamps) are left out; ligatures are
+page). Text drawn turned by its text matrix is read in the direction most of
+a page's characters run (a landscape table or a page of text set at 90°:
+its glyph boxes are turned upright, :class:`_Turn`); the glyphs turned
+otherwise are left out (arXiv side stamps on an upright page). Ligatures are
 normalised (NFKC of the ``U+FB00``–``U+FB06`` forms: "ﬁ" -> "fi"), unmapped
 glyphs of TeX fonts without a Unicode map get their ASCII code when it is a
 letter or digit, else are dropped. A file that cannot be read is a
-:class:`PDFReadError` whose message is the one-line reason.
+:class:`PDFReadError` whose message is the one-line reason. A file whose
+owner password forbids copying its text is read all the same, with one
+warning per file on this module's logger (a policy of the file, not a lock:
+PDFium and pdfminer.six open it without a password).
 """
 import ctypes
+import logging
 import math
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 from ...errors import RhetoricError
+from ..budget import check_budget
 
 _CID = re.compile(r"^\(cid:(\d+)\)$")
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi|medi|-b$|\+cmbx|cmbx|\.b$|,bold", re.IGNORECASE)
 _MATH = re.compile(r"cmmi|cmsy|cmex|msbm|math|symbol|mt2m|mt2s", re.IGNORECASE)
+logger = logging.getLogger(__name__)
+NO_COPY_NOTE = "the PDF's owner password forbids copying its text; read all the same (for analysis)"
 
 
 @dataclass
@@ -67,6 +77,43 @@ class PDFReadError(Exception):
     """A PDF that cannot be read (the message is the one-line reason)."""
 
 
+class _Turn:
+    """Page coordinates (PDF space, y up) -> the coordinates of a page turned
+    so that text drawn at ``degrees`` (counter-clockwise) runs left to right,
+    y measured from the top: ``width`` and ``height`` are the turned page's."""
+
+    def __init__(self, degrees: int, width: float, height: float):
+        angle = math.radians(degrees)
+        self.degrees = degrees
+        self.cos, self.sin = math.cos(angle), math.sin(angle)
+        xs, ys = zip(*(self._turn(x, y) for x in (0.0, width) for y in (0.0, height)))
+        self.left, self.top = min(xs), max(ys)
+        self.width, self.height = max(xs) - self.left, self.top - min(ys)
+
+    def _turn(self, x: float, y: float) -> Tuple[float, float]:
+        return x * self.cos + y * self.sin, y * self.cos - x * self.sin
+
+    def point(self, x: float, y: float) -> Tuple[float, float]:
+        """(x, y from the top) of a point."""
+        tx, ty = self._turn(x, y)
+        return tx - self.left, self.top - ty
+
+    def box(self, left: float, bottom: float, right: float, top: float) -> Tuple[float, float, float, float]:
+        """(x0, x1, top, bottom) of a box, y from the top."""
+        xs, ys = zip(*(self.point(x, y) for x in (left, right) for y in (bottom, top)))
+        return min(xs), max(xs), min(ys), max(ys)
+
+
+def _degrees(angle: float) -> int:
+    """A glyph's angle (radians) as whole degrees in [0, 360)."""
+    return round(math.degrees(angle)) % 360
+
+
+def _main_turn(by_turn: Dict[int, list]) -> int:
+    """The direction most of a page's glyphs run in (upright on a tie)."""
+    return max(by_turn, key=lambda d: (len(by_turn[d]), d == 0)) if by_turn else 0
+
+
 def _normalise(text: str) -> str:
     if len(text) == 1 and " " < text < "\u02b0":
         return text  # Latin letters, digits, punctuation: as they are
@@ -88,25 +135,29 @@ def load_pages_pdfminer(path: Path, *, password: str = "") -> List[Page]:
     from pdfminer.layout import LTChar, LTCurve, LTFigure
     from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
     from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
-    from pdfminer.pdfpage import PDFPage, PDFTextExtractionNotAllowed
+    from pdfminer.pdfpage import PDFPage
     from pdfminer.pdfparser import PDFParser, PDFSyntaxError
     from pdfminer.psexceptions import PSException
 
-    def walk(objs, out_glyphs, out_rules, height):
+    def walk(objs, by_turn, out_rules, turns):
         for obj in objs:
             if isinstance(obj, LTChar):
-                if not obj.upright:
-                    continue
+                degrees = _degrees(math.atan2(obj.matrix[1], obj.matrix[0]))
+                if degrees == 0 and not obj.upright:
+                    continue  # mirrored or slanted
                 text = _normalise(obj.get_text())
                 if not text:
                     continue
                 font = obj.fontname or ""
-                out_glyphs.append(Glyph(text, obj.x0, obj.x1, height - obj.y1, height - obj.y0,
-                                        height - obj.matrix[5], round(obj.size, 1), bool(_BOLD.search(font)),
-                                        bool(_MATH.search(font))))
+                turn = turns.setdefault(degrees, _Turn(degrees, *turns["size"]))
+                x0, x1, top, bottom = turn.box(obj.x0, obj.y0, obj.x1, obj.y1)
+                by_turn.setdefault(degrees, []).append(Glyph(
+                    text, x0, x1, top, bottom, turn.point(obj.matrix[4], obj.matrix[5])[1], round(obj.size, 1),
+                    bool(_BOLD.search(font)), bool(_MATH.search(font))))
             elif isinstance(obj, LTFigure):
-                walk(obj, out_glyphs, out_rules, height)
+                walk(obj, by_turn, out_rules, turns)
             elif isinstance(obj, LTCurve) and obj.height < 2 and obj.width > 10:
+                height = turns["size"][1]
                 out_rules.append(Rule(obj.x0, obj.x1, height - (obj.y0 + obj.y1) / 2))
 
     pages: List[Page] = []
@@ -115,23 +166,25 @@ def load_pages_pdfminer(path: Path, *, password: str = "") -> List[Page]:
             parser = PDFParser(fileh)
             document = PDFDocument(parser, password=password)
             if not document.is_extractable:
-                raise PDFReadError("encrypted PDF: text extraction is not allowed")
+                logger.warning("%s: %s", path, NO_COPY_NOTE)
             manager = PDFResourceManager(caching=True)
             device = PDFPageAggregator(manager, laparams=None)
             interpreter = PDFPageInterpreter(manager, device)
             for number, pdf_page in enumerate(PDFPage.create_pages(document), 1):
+                check_budget()
                 interpreter.process_page(pdf_page)
                 layout = device.get_result()
-                glyphs: List[Glyph] = []
+                by_turn: Dict[int, List[Glyph]] = {}
                 rules: List[Rule] = []
-                walk(layout, glyphs, rules, layout.height)
-                pages.append(Page(number, layout.width, layout.height, glyphs, rules))
+                turns: dict = {"size": (layout.width, layout.height)}
+                walk(layout, by_turn, rules, turns)
+                main = _main_turn(by_turn)
+                turn = turns.get(main) or _Turn(0, layout.width, layout.height)
+                pages.append(Page(number, turn.width, turn.height, by_turn.get(main, []), rules if main == 0 else []))
     except PDFReadError:
         raise
     except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
         raise PDFReadError(f"encrypted PDF (a password is needed): {type(exc).__name__}") from None
-    except PDFTextExtractionNotAllowed:
-        raise PDFReadError("encrypted PDF: text extraction is not allowed") from None
     except (PDFSyntaxError, PSException) as exc:
         raise PDFReadError(f"broken or truncated PDF: {exc or type(exc).__name__}") from None
     except (KeyError, ValueError, TypeError, AttributeError, IndexError, AssertionError) as exc:
@@ -179,22 +232,28 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
     ox, oy = ctypes.c_double(), ctypes.c_double()
     name = ctypes.create_string_buffer(256)
     flags = ctypes.c_int()
+    if raw.FPDF_GetSecurityHandlerRevision(document.raw) != -1 and not raw.FPDF_GetDocPermissions(document.raw) & 0x10:
+        logger.warning("%s: %s", path, NO_COPY_NOTE)  # bit 5: copy or otherwise extract text
     try:
         for number in range(1, len(document) + 1):
+            check_budget()
             page = document[number - 1]
             width, height = page.get_size()
             if page.get_rotation() in (90, 270):  # the size as shown; glyph boxes are in the page's own space
                 width, height = height, width
             textpage = page.get_textpage()
             handle = textpage.raw
-            fonts: Dict[int, tuple] = {}  # per text object: bold, math, upright, baseline offset, size
-            glyphs: List[Glyph] = []
+            fonts: Dict[int, tuple] = {}  # per text object: bold, math, degrees turned, baseline offset, size
+            by_turn: Dict[int, List[Glyph]] = {}  # degrees turned -> glyphs
+            turns: Dict[int, _Turn] = {}
             gap = False
             count = raw.FPDFText_CountChars(handle)
             chars = textpage.get_text_range(0, count)  # one call; it gives U+FFFE for PDFium's code 2
             if len(chars) != count:  # characters beyond the BMP: one call a character
                 chars = "".join(chr(unicode(handle, i)) for i in range(count))
             for i, char in enumerate(chars):
+                if not i & 4095:
+                    check_budget()
                 code = ord(char)
                 # PDFium marks a hyphen at a line end as U+0002 (U+FFFE in the text); other control codes
                 # (its line breaks, unmapped glyphs) are nothing
@@ -211,27 +270,36 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
                 if font is None:
                     raw.FPDFText_GetFontInfo(handle, i, name, 256, ctypes.byref(flags))
                     fontname = name.value.decode("latin-1", "replace")
-                    angle = raw.FPDFText_GetCharAngle(handle, i)
-                    upright = angle < 0.01 or abs(angle - 2 * math.pi) < 0.01
+                    degrees = _degrees(-raw.FPDFText_GetCharAngle(handle, i))  # PDFium measures clockwise
                     raw.FPDFText_GetCharOrigin(handle, i, ctypes.byref(ox), ctypes.byref(oy))
                     style = styles.get(fontname)
                     if style is None:
                         style = styles[fontname] = (bool(_BOLD.search(fontname)), bool(_MATH.search(fontname)))
-                    font = fonts[obj] = (style[0], style[1], upright,
-                                         oy.value - rect.bottom,  # baseline above the box's bottom
+                    if degrees:
+                        turn = turns.get(degrees) or turns.setdefault(degrees, _Turn(degrees, width, height))
+                        offset = turn.box(rect.left, rect.bottom, rect.right, rect.top)[3] - turn.point(ox.value,
+                                                                                                         oy.value)[1]
+                    else:
+                        offset = oy.value - rect.bottom
+                    font = fonts[obj] = (style[0], style[1], degrees,
+                                         offset,  # baseline above the box's bottom
                                          round(raw.FPDFText_GetFontSize(handle, i), 1))
-                if not font[2]:
-                    continue
+                if font[2]:
+                    x0, x1, top, bottom = turns[font[2]].box(rect.left, rect.bottom, rect.right, rect.top)
+                else:
+                    x0, x1, top, bottom = rect.left, rect.right, height - rect.top, height - rect.bottom
+                glyphs = by_turn.get(font[2]) or by_turn.setdefault(font[2], [])
                 last = glyphs[-1] if glyphs else None
-                if last is not None and abs(last.x0 - rect.left) < 0.01 and abs(last.x1 - rect.right) < 0.01:
+                if last is not None and abs(last.x0 - x0) < 0.01 and abs(last.x1 - x1) < 0.01:
                     last.text += text  # PDFium spells a ligature out in characters with one box ("f", "i")
                     continue
-                glyphs.append(Glyph(text, rect.left, rect.right, height - rect.top, height - rect.bottom,
-                                    height - rect.bottom - font[3], font[4], font[0], font[1], gap))
+                glyphs.append(Glyph(text, x0, x1, top, bottom, bottom - font[3], font[4], font[0], font[1], gap))
                 gap = False
             textpage.close()
             page.close()
-            pages.append(Page(number, width, height, glyphs, []))
+            main = _main_turn(by_turn)
+            size = (turns[main].width, turns[main].height) if main else (width, height)
+            pages.append(Page(number, *size, by_turn.get(main, []), []))
     except (pdfium.PdfiumError, ValueError, OSError, ctypes.ArgumentError) as exc:
         raise PDFReadError(f"broken PDF: {type(exc).__name__}: {exc}") from None
     finally:

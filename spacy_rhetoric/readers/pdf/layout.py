@@ -20,6 +20,7 @@ Everything about what a line *is* (heading, caption, footnote...) is in
 ``structure``.
 """
 import unicodedata
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, List, Optional, Tuple
@@ -262,9 +263,9 @@ def order_lines(page: Page) -> List[Line]:
     tops = [ln.top for ln in full]
 
     def key(ln: Line):
+        band = bisect_left(tops, ln.top)  # the full-width lines above (tops is sorted)
         if ln.column == 0:
-            return (tops.index(ln.top), 2, 0, ln.top, ln.x0)
-        band = sum(1 for t in tops if t < ln.top)
+            return (band, 2, 0, ln.top, ln.x0)
         return (band, 1, ln.column, ln.top, ln.x0)
 
     return sorted(lines, key=key)

@@ -41,6 +41,7 @@ from collections import Counter
 from statistics import median
 from typing import Dict, List, Optional, Tuple
 
+from ..budget import check_budget
 from ..fulltext import ABSTRACT, Paper, Paragraph, heading_text, norm_space
 from .layout import Line, Page, order_lines
 
@@ -56,18 +57,28 @@ _BACK = re.compile(r"^(acknowledge?ments?|funding)\b", re.IGNORECASE)
 _REFS = re.compile(r"^(references|bibliography|literature cited)\s*$", re.IGNORECASE)
 _CAPTION = re.compile(r"^(figure|fig\.|table|tab\.|algorithm|listing)\s*[0-9IVX]+[a-z]?\s*[:.|]", re.IGNORECASE)
 _END = re.compile(r"[.?!:;]['\")\]”’]*$")
-_WORD_HYPHEN = re.compile(r"(\w+)-$")
+_TAIL = 64  # characters: the end of a joined paragraph that the next line's join looks at
+_WORD_HYPHEN = re.compile(r"(?<!\w)(\w{1,%d})-$" % (_TAIL - 1))  # bounded: no backtracking over a long word
+_FIRST_WORD = re.compile(r"\w{1,%d}" % _TAIL)
+_COMPOUND = re.compile(r"(?<!\w)\w{1,%d}(?:-\w{1,%d})+" % (_TAIL, _TAIL))  # "co-authors" (bounded pieces)
 _YEAR = r"(?:1[89]|20)\d\d[a-z]?"
 # Citations: "(Ammar et al., 2018; Wu, 2014)", "Peters et al. (2017)", "[3, 5-7]"
 CITATION = re.compile(
     rf"\((?:[^()]{{0,250}}?\b{_YEAR}\b[^()]{{0,250}}?)\)"
-    rf"|\b[A-Z][\w'’\-]+(?: et al\.| and [A-Z][\w'’\-]+)? \({_YEAR}(?:, [^()]{{1,40}})?\)"
+    rf"|\b[A-Z][\w'’\-]{{1,60}}(?: et al\.| and [A-Z][\w'’\-]{{1,60}})? \({_YEAR}(?:, [^()]{{1,40}})?\)"
     r"|\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 
 
 def _mode(values, default: float) -> float:
     values = list(values)
     return Counter(values).most_common(1)[0][0] if values else default
+
+
+def _edges(lines: List[Line]) -> Tuple[float, float]:
+    """The left and right edge of a column's lines (10th percentile of their
+    left ends, 80th of their right ends)."""
+    return (sorted(ln.x0 for ln in lines)[int(0.1 * (len(lines) - 1))],
+            sorted(ln.x1 for ln in lines)[int(0.8 * (len(lines) - 1))])
 
 
 class _Geometry:
@@ -89,11 +100,14 @@ class _Geometry:
                 continue
             width = median(ln.x1 - ln.x0 for ln in col)
             wide = [ln for ln in col if ln.x1 - ln.x0 > 0.7 * width] or col
+            by_page: Dict[int, List[Line]] = {}
+            for ln in wide:
+                by_page.setdefault(ln.page, []).append(ln)
+            edges = _edges(wide)  # a page with fewer than 5 such lines takes the paper's
             for page in pages:
-                on_page = [ln for ln in wide if ln.page == page.number]
-                source = on_page if len(on_page) >= 5 else wide
-                self.left[(page.number, column)] = sorted(ln.x0 for ln in source)[int(0.1 * (len(source) - 1))]
-                self.right[(page.number, column)] = sorted(ln.x1 for ln in source)[int(0.8 * (len(source) - 1))]
+                on_page = by_page.get(page.number, [])
+                self.left[(page.number, column)], self.right[(page.number, column)] = \
+                    _edges(on_page) if len(on_page) >= 5 else edges
         widths = [ln.x1 - ln.x0 for ln in body]
         half = 0.5 * median(widths) if widths else 0.0
         wide = [ln for ln in body if ln.x1 - ln.x0 > half and not ln.text.isdigit()]
@@ -156,12 +170,20 @@ def _plain_kind(line: Line, geo: "_Geometry") -> str:
     return "note" if line.size < 0.9 * geo.size else "body"
 
 
-def _neighbours(lines: List[Line], i: int) -> List[Line]:
-    """The lines before and after ``lines[i]`` in its column."""
-    column = lines[i].column
-    prev = next((ln for ln in reversed(lines[:i]) if ln.column == column), None)
-    nxt = next((ln for ln in lines[i + 1:] if ln.column == column), None)
-    return [ln for ln in (prev, nxt) if ln is not None]
+def _column_neighbours(lines: List[Line]) -> List[Tuple[Optional[Line], Optional[Line]]]:
+    """(the line before, the line after) each line in its column, found in
+    one pass each way."""
+    before: List[Optional[Line]] = []
+    last: Dict[int, Line] = {}
+    for line in lines:
+        before.append(last.get(line.column))
+        last[line.column] = line
+    after: List[Optional[Line]] = []
+    last = {}
+    for line in reversed(lines):
+        after.append(last.get(line.column))
+        last[line.column] = line
+    return list(zip(before, reversed(after)))
 
 
 def _classify(lines: List[Line], geo: _Geometry, page_no: int) -> None:
@@ -187,18 +209,17 @@ def _classify(lines: List[Line], geo: _Geometry, page_no: int) -> None:
         line.kind = "table" if _is_table_row(line) else _plain_kind(line, geo)
     # a row with one wide gap and no table or caption next to it is a
     # justified line of text ("m2 -> m1." after an arrow, "min_count=3,   alpha=0.025,")
-    for i, line in enumerate(lines):
+    neighbours = _column_neighbours(lines)
+    for line, pair in zip(lines, neighbours):
         if line.kind != "table" or line.gaps != 1:
             continue
-        near = [ln for ln in _neighbours(lines, i) if abs(ln.base - line.base) < 2.5 * line.size]
+        near = [ln for ln in pair if ln is not None and abs(ln.base - line.base) < 2.5 * line.size]
         if not any(ln.kind in ("table", "caption") for ln in near):
             line.kind = _plain_kind(line, geo)
     # a body line between two table lines of the same column is a table row too
-    for i, line in enumerate(lines):
+    for line, (prev, nxt) in zip(lines, neighbours):
         if line.kind != "body" or line.gaps == 0 and len(line.text.split()) > 6:
             continue
-        prev = next((ln for ln in reversed(lines[:i]) if ln.column == line.column), None)
-        nxt = next((ln for ln in lines[i + 1:] if ln.column == line.column), None)
         if prev is not None and nxt is not None and prev.kind == "table" and nxt.kind == "table":
             line.kind = "table"
 
@@ -226,23 +247,34 @@ class _Builder:
         self.lines = []
 
     def join(self, lines: List[Line]) -> str:
-        out = ""
+        """The lines' text joined (module docstring), in time linear in the
+        paragraph's length: only the last characters joined so far are
+        looked at (a word longer than :data:`_TAIL` is no word to rejoin)."""
+        parts: List[str] = []
+        tail = ""  # the last _TAIL characters of "".join(parts)
         for line in lines:
             text = line.text.strip()
-            if not out:
-                out = text
+            if not text:
                 continue
-            match = _WORD_HYPHEN.search(out)
+            if not parts:
+                parts.append(text)
+                tail = text[-_TAIL:]
+                continue
+            match = _WORD_HYPHEN.search(tail)
             if match and text[:1].isalpha() and len(match.group(1)) > 1:
-                first = re.match(r"\w+", text)
+                first = _FIRST_WORD.match(text)
                 compound = f"{match.group(1)}-{first.group(0) if first else ''}".lower()
                 if compound in self.words or (text[:1].isupper() and match.group(1)[-1:].islower()):
-                    out += text
+                    piece = text
                 else:
-                    out = out[:-1] + text
+                    parts[-1] = parts[-1][:-1]
+                    tail = tail[:-1]
+                    piece = text
             else:
-                out += " " + text
-        return norm_space(out)
+                piece = " " + text
+            parts.append(piece)
+            tail = (tail + piece)[-_TAIL:] if len(piece) < _TAIL else piece[-_TAIL:]
+        return norm_space("".join(parts))
 
     def start(self, heading: Optional[str]) -> None:
         self.flush()
@@ -287,9 +319,13 @@ def _title(lines: List[Line], page: Page) -> Tuple[Optional[str], List[Line]]:
 def classify_lines(pages: List[Page]) -> Tuple[List[List[Line]], "_Geometry"]:
     """Each page's lines in reading order with their ``kind`` set (module
     docstring), and the paper's geometry."""
-    lines = [order_lines(page) for page in pages]
+    lines = []
+    for page in pages:
+        check_budget()
+        lines.append(order_lines(page))
     geo = _Geometry(pages, lines)
     for page, page_lines in zip(pages, lines):
+        check_budget()
         _classify(page_lines, geo, page.number)
     return lines, geo
 
@@ -299,7 +335,7 @@ def build_paper(pages: List[Page], doc_id: str) -> Paper:
     words = set()
     for page_lines in lines:
         for line in page_lines:
-            words.update(w.lower() for w in re.findall(r"\w+(?:-\w+)+", line.text))
+            words.update(w.lower() for w in _COMPOUND.findall(line.text))
     title, title_lines = _title(lines[0], pages[0]) if lines else (None, [])
     has_headings = any(_heading(ln, geo, False) for page_lines in lines for ln in page_lines
                        if ln.kind == "body")
@@ -308,6 +344,7 @@ def build_paper(pages: List[Page], doc_id: str) -> Paper:
     after_refs = False
     prev: Optional[Line] = None
     for page_lines in lines:
+        check_budget()
         if mode == "front" and page_lines is not lines[0]:
             mode = "body"  # no heading on the first page: the rest is text
         for line in page_lines:
