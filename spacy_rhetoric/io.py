@@ -16,20 +16,32 @@ One place for the rules the project keeps with user files:
   (``--force``), and a parent directory that can be created and written;
 - every output is written to a temporary file beside it and renamed into place
   when complete (``atomic_path``), so an interrupted run never leaves a
-  half-written file under the real name and never destroys the previous one.
+  half-written file under the real name and never destroys the previous one;
+  the temporary files of a run that was killed (``.tmp-NAME.PID``, ``.old-NAME.PID``
+  whose process is gone) are removed by the next one (``remove_stale_temps``);
+- a full disk is one line naming the file being written (``DiskFullError``,
+  ``disk_full``), not a traceback;
+- two runs never write one output at once: a build takes ``output_lock`` on
+  its output (a non-blocking ``flock``) and the second run is told another
+  holds it (``OutputLockedError``);
+- a file name that is not valid UTF-8 is written as text with its odd bytes
+  escaped (``path_text``).
 
 Errors are ``PathError`` (a ``ValueError``); the CLI turns them into one
 ``msg.fail`` line and exit code 1 (``spacy_rhetoric.cli.common``).
 """
+import errno
+import fcntl
 import json
 import os
 import re
 import shutil
+import sqlite3
 import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from .errors import RhetoricError
 
@@ -205,6 +217,127 @@ def prepare_outputs(outputs: Mapping[str, Optional[PathLike]]) -> None:
             raise PathError(f"cannot write {what} {path}: {err.strerror or err}") from err
 
 
+class DiskFullError(PathError):
+    """The disk (or quota) is full while an output is written."""
+
+
+class OutputLockedError(PathError):
+    """Another run is writing the same output."""
+
+
+def path_text(path: PathLike) -> str:
+    """``path`` as text that can go anywhere text goes (UTF-8 files, JSON,
+    SQLite, msgpack, a terminal): the bytes of a file name that is not valid
+    UTF-8, which Python keeps as lone surrogates, become ``\\xNN`` escapes
+    (``caf\\xe9.txt``); any other name is unchanged."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _is_disk_full(err: BaseException) -> bool:
+    if isinstance(err, OSError):
+        return err.errno in _NO_SPACE
+    if isinstance(err, sqlite3.Error):  # SQLITE_FULL
+        return getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(err)
+    if isinstance(err, RuntimeError):  # faiss' write errors carry the C library's text
+        return "No space left on device" in str(err)
+    return False
+
+
+@contextmanager
+def disk_full(path: Optional[PathLike] = None) -> Iterator[None]:
+    """Turn a full disk while writing ``path`` (ENOSPC / EDQUOT, SQLite's
+    "database or disk is full", faiss' write error) into a one-line
+    :class:`DiskFullError` naming the file (the error's own file name first);
+    every other error passes unchanged."""
+    try:
+        yield
+    except (OSError, sqlite3.Error, RuntimeError) as err:
+        if not _is_disk_full(err):
+            raise
+        where = (getattr(err, "filename", None) if isinstance(err, OSError) else None) or path
+        raise DiskFullError("no space left on device" + (f" writing {path_text(where)}" if where else "")
+                            + "; free some space and run the command again") from err
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # somebody else's live process
+        return True
+    return True
+
+
+_TEMP_NAME = re.compile(r"^\.(?:tmp|old)-(.+)\.(\d+)$")
+
+
+def remove_stale_temps(folder: PathLike, name: Optional[str] = None) -> List[Path]:
+    """Remove the temporary files and folders that a killed run left in
+    ``folder`` (``.tmp-NAME.PID`` and ``.old-NAME.PID`` of :func:`atomic_path`
+    and :func:`atomic_dir`, whose process PID is gone; those of a live run
+    are kept). ``name``: only those of that output. Returns what was
+    removed."""
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if not match or (name is not None and match.group(1) != name) or _pid_alive(int(match.group(2))):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(entry)
+    return removed
+
+
+@contextmanager
+def output_lock(lock_file: PathLike, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_file`` (created, with its folder)
+    for the block: a second run on the same output fails at once with
+    :class:`OutputLockedError` naming ``what`` (the lock is ``flock``,
+    non-blocking, released by the system when a run dies). The file holds
+    the holder's pid and is removed when the block ends."""
+    lock = Path(lock_file)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise OutputLockedError(f"{what} is being written by another run"
+                                    + (f" (pid {holder})" if holder.isdigit() else "")
+                                    + f"; wait for it to finish (lock file {path_text(lock)})") from None
+        try:  # the holder before may have removed the file between our open and our lock
+            if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        yield
+    finally:
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
 def _tmp_name(path: Path) -> Path:
     return path.with_name(f".tmp-{path.name}.{os.getpid()}")
 
@@ -213,17 +346,20 @@ def _tmp_name(path: Path) -> Path:
 def atomic_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` on success.
 
-    On an exception the temporary file is removed and ``path`` is untouched.
-    Parent directories are created. A ``path`` that is a device, FIFO or
-    socket is never replaced (``PathError``, checked before and after the
-    work).
+    On an exception the temporary file is removed and ``path`` is untouched;
+    a full disk is a :class:`DiskFullError` naming ``path``. The temporary
+    files of ``path`` that killed runs left are removed first. Parent
+    directories are created. A ``path`` that is a device, FIFO or socket is
+    never replaced (``PathError``, checked before and after the work).
     """
     p = Path(path)
     check_not_special(p)
     p.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(p.parent, p.name)
     tmp = _tmp_name(p)
     try:
-        yield tmp
+        with disk_full(p):
+            yield tmp
         check_not_special(p)
     except BaseException:
         if tmp.exists():
@@ -278,10 +414,12 @@ def atomic_dir(path: PathLike) -> Iterator[Path]:
     p = Path(path)
     check_not_special(p)
     p.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(p.parent, p.name)
     tmp = p.with_name(f".tmp-{p.name}.{os.getpid()}")
     old = p.with_name(f".old-{p.name}.{os.getpid()}")
     try:
-        yield tmp
+        with disk_full(p):
+            yield tmp
         check_not_special(p)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

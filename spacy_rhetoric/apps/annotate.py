@@ -46,12 +46,13 @@ from ..corpus_builder.settings import (
     CorpusBuildError,
     check_build_dir,
     import_code,
+    lock_build,
     prepare_output_dir,
     remove_failed_build,
 )
 from ..corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
 from ..extensions import docbin_docs
-from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output
+from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output, path_text
 from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
 from ..readers.common import ReaderError, sentence_splitters
 from ..readers.papers import EXTENSIONS, FORMATS
@@ -134,7 +135,8 @@ def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress
     try:
         return read_docs(inp, nlp, doc_id, grobid)
     except (ReaderError, OSError, UnicodeDecodeError) as err:
-        reason = str(err) if str(inp.path) in str(err) else f"{inp.path}: {type(err).__name__}: {err}"
+        where = path_text(inp.path)
+        reason = str(err) if where in str(err) else f"{where}: {type(err).__name__}: {err}"
     record_skip(skipped, inp.key, reason, progress)
     return None
 
@@ -333,107 +335,108 @@ def annotate_corpus(
     if grobid:
         config["grobid"] = grobid
     created = not out_dir.exists()
-    shard_dir = prepare_output_dir(out_dir, config, overwrite)
-    pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
-    skipped: List[Dict[str, str]] = []
-    done = {"inputs": 0, "papers": 0, "sentences": 0, "words": 0}
+    with lock_build(out_dir):  # one run at a time on an output folder
+        shard_dir = prepare_output_dir(out_dir, config, overwrite)
+        pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
+        skipped: List[Dict[str, str]] = []
+        done = {"inputs": 0, "papers": 0, "sentences": 0, "words": 0}
 
-    def finish(inp: InputFile, docs: List[Doc], result) -> None:
-        records, n_words, docs_bytes = result
-        header = {"input": inp.key, "path": str(inp.path), "sha1": inp.fingerprint,
-                  "papers": [ext.get_doc_value(doc, ext.DOC_ID) for doc in docs],
-                  "n_sentences": len(records), "n_words": n_words}
-        write_shard(shard_dir, inp, header, records, docs=docs_bytes)
-        for key, n in (("inputs", 1), ("papers", len(docs)), ("sentences", len(records)), ("words", n_words)):
-            done[key] += n
-        progress.update(1)
-        if on_shard is not None:
-            on_shard(inp, header)
+        def finish(inp: InputFile, docs: List[Doc], result) -> None:
+            records, n_words, docs_bytes = result
+            header = {"input": inp.key, "path": path_text(inp.path), "sha1": inp.fingerprint,
+                      "papers": [ext.get_doc_value(doc, ext.DOC_ID) for doc in docs],
+                      "n_sentences": len(records), "n_words": n_words}
+            write_shard(shard_dir, inp, header, records, docs=docs_bytes)
+            for key, n in (("inputs", 1), ("papers", len(docs)), ("sentences", len(records)), ("words", n_words)):
+                done[key] += n
+            progress.update(1)
+            if on_shard is not None:
+                on_shard(inp, header)
 
-    progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
-                            desc="annotate")
-    start = time.perf_counter()
-    try:
-        if pending and scheduler:
-            seconds = dask_tasks(
-                scheduler, workers, pending,
-                pipeline=(load_pipeline, (settings.pipeline, settings.code)),
-                read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
-                work=annotate_docbin,
-                work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
-                finish=finish, name="annotate",
-            )
-        elif pending:
-            from ..long_docs import process_long_doc
+        progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
+                                desc="annotate")
+        start = time.perf_counter()
+        try:
+            if pending and scheduler:
+                seconds = dask_tasks(
+                    scheduler, workers, pending,
+                    pipeline=(load_pipeline, (settings.pipeline, settings.code)),
+                    read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
+                    work=annotate_docbin,
+                    work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
+                    finish=finish, name="annotate",
+                )
+            elif pending:
+                from ..long_docs import process_long_doc
 
-            def read(inp: InputFile):
-                docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)
-                if docs is None:
-                    return None
-                # a paper longer than nlp.max_length is annotated here, in pieces (long_docs)
-                long_done = {i: doc_result(process_long_doc(nlp, doc, disable=sentence_splitters(nlp)),
-                                           sentence_starts(doc), settings)
-                             for i, doc in enumerate(docs) if is_long(nlp, doc)}
-                return ((docs, long_done),
-                        [(doc, sentence_starts(doc)) for i, doc in enumerate(docs) if i not in long_done])
+                def read(inp: InputFile):
+                    docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)
+                    if docs is None:
+                        return None
+                    # a paper longer than nlp.max_length is annotated here, in pieces (long_docs)
+                    long_done = {i: doc_result(process_long_doc(nlp, doc, disable=sentence_splitters(nlp)),
+                                               sentence_starts(doc), settings)
+                                 for i, doc in enumerate(docs) if is_long(nlp, doc)}
+                    return ((docs, long_done),
+                            [(doc, sentence_starts(doc)) for i, doc in enumerate(docs) if i not in long_done])
 
-            def finish_stream(inp: InputFile, payload, results) -> None:
-                docs, long_done = payload
-                rest = iter(results)
-                ordered = [long_done[i] if i in long_done else next(rest) for i in range(len(docs))]
-                finish(inp, docs, _combine(ordered, settings))
+                def finish_stream(inp: InputFile, payload, results) -> None:
+                    docs, long_done = payload
+                    rest = iter(results)
+                    ordered = [long_done[i] if i in long_done else next(rest) for i in range(len(docs))]
+                    finish(inp, docs, _combine(ordered, settings))
 
-            stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
-                          finish=finish_stream,
-                          n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
-                          # one paper per input but in a .spacy: no more processes than papers
-                          max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
-            seconds = time.perf_counter() - start
-        else:
-            seconds = 0.0
-    finally:
-        progress.close()
+                stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
+                              finish=finish_stream,
+                              n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
+                              # one paper per input but in a .spacy: no more processes than papers
+                              max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
+                seconds = time.perf_counter() - start
+            else:
+                seconds = 0.0
+        finally:
+            progress.close()
 
-    done_inputs = [inp for inp in all_inputs if shard_path(shard_dir, inp).exists()]
-    if len(done_inputs) + len(skipped) != len(all_inputs):  # pragma: no cover - bookkeeping invariant
-        raise RuntimeError("inputs in != inputs annotated + skipped")
-    if not done_inputs:
-        remove_failed_build(out_dir, created)
-        raise CorpusBuildError(f"none of the {len(all_inputs)} inputs is usable"
-                               + (f" (e.g. {skipped[0]['reason']})" if skipped else ""))
-    headers = [read_shard_header(shard_path(shard_dir, inp)) for inp in done_inputs]
-    inputs_of: Dict[str, List[str]] = {}
-    for header in headers:
-        for paper in header["papers"]:
-            inputs_of.setdefault(str(paper), []).append(header["input"])
-    shared_ids = {paper: keys for paper, keys in inputs_of.items() if len(keys) > 1}
-    outputs = merge_shards(out_dir, shard_dir, done_inputs, jsonl=jsonl, spacy=settings.spacy)
-    summary = {
-        "inputs": len(all_inputs),
-        "inputs_annotated": len(done_inputs),
-        "inputs_annotated_this_run": done["inputs"],
-        "inputs_resumed": len(all_inputs) - len(pending),
-        "inputs_skipped": len(skipped),
-        "skipped": skipped,
-        "papers": sum(len(h["papers"]) for h in headers),
-        # ids a .spacy input gave to Docs of two inputs: their records stay apart by "input"
-        "paper_ids_in_several_inputs": shared_ids,
-        "papers_kept_apart_by_extension": same_name_papers({inp.key: ids[inp.key] for inp in all_inputs}),
-        "sentences": sum(h["n_sentences"] for h in headers),
-        "words": sum(h["n_words"] for h in headers),
-        "outputs": outputs,
-        "settings": {**config, "n_process": n_process, "batch_size": batch_size, "scheduler": scheduler,
-                     "workers": workers if scheduler else None},
-        "timing": {
-            "seconds": round(seconds, 3), "papers_this_run": done["papers"],
-            "sentences_this_run": done["sentences"],
-            "papers_per_second": round(done["papers"] / seconds, 3) if done["papers"] and seconds > 0 else None,
-            "sentences_per_second": round(done["sentences"] / seconds, 1) if done["sentences"] and seconds > 0
-            else None,
-        },
-    }
-    atomic_write_json(out_dir / "summary.json", summary)
-    return summary
+        done_inputs = [inp for inp in all_inputs if shard_path(shard_dir, inp).exists()]
+        if len(done_inputs) + len(skipped) != len(all_inputs):  # pragma: no cover - bookkeeping invariant
+            raise RuntimeError("inputs in != inputs annotated + skipped")
+        if not done_inputs:
+            remove_failed_build(out_dir, created)
+            raise CorpusBuildError(f"none of the {len(all_inputs)} inputs is usable"
+                                   + (f" (e.g. {skipped[0]['reason']})" if skipped else ""))
+        headers = [read_shard_header(shard_path(shard_dir, inp)) for inp in done_inputs]
+        inputs_of: Dict[str, List[str]] = {}
+        for header in headers:
+            for paper in header["papers"]:
+                inputs_of.setdefault(str(paper), []).append(header["input"])
+        shared_ids = {paper: keys for paper, keys in inputs_of.items() if len(keys) > 1}
+        outputs = merge_shards(out_dir, shard_dir, done_inputs, jsonl=jsonl, spacy=settings.spacy)
+        summary = {
+            "inputs": len(all_inputs),
+            "inputs_annotated": len(done_inputs),
+            "inputs_annotated_this_run": done["inputs"],
+            "inputs_resumed": len(all_inputs) - len(pending),
+            "inputs_skipped": len(skipped),
+            "skipped": skipped,
+            "papers": sum(len(h["papers"]) for h in headers),
+            # ids a .spacy input gave to Docs of two inputs: their records stay apart by "input"
+            "paper_ids_in_several_inputs": shared_ids,
+            "papers_kept_apart_by_extension": same_name_papers({inp.key: ids[inp.key] for inp in all_inputs}),
+            "sentences": sum(h["n_sentences"] for h in headers),
+            "words": sum(h["n_words"] for h in headers),
+            "outputs": outputs,
+            "settings": {**config, "n_process": n_process, "batch_size": batch_size, "scheduler": scheduler,
+                         "workers": workers if scheduler else None},
+            "timing": {
+                "seconds": round(seconds, 3), "papers_this_run": done["papers"],
+                "sentences_this_run": done["sentences"],
+                "papers_per_second": round(done["papers"] / seconds, 3) if done["papers"] and seconds > 0 else None,
+                "sentences_per_second": round(done["sentences"] / seconds, 1) if done["sentences"] and seconds > 0
+                else None,
+            },
+        }
+        atomic_write_json(out_dir / "summary.json", summary)
+        return summary
 
 
 def merge_shards(out_dir: Path, shard_dir: Path, done_inputs: Sequence[InputFile], *, jsonl: bool,

@@ -6,7 +6,8 @@ the resumable build and the automatic index type).
     spacy-rhetoric index .demo/pipeline corpus/ papers.spacy -o corpus.index [--index-type auto]
 
 Paths and pipeline are checked before the work; an interrupted build resumes
-from ``INDEX.tmp-dir``; the index appears under INDEX only when complete.
+from ``INDEX.tmp-dir`` (``--overwrite`` discards it); the index appears under INDEX only
+when complete. A second run on the same INDEX while one is running stops at once.
 """
 from pathlib import Path
 from typing import List, Optional
@@ -31,7 +32,8 @@ def index_cli(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, or 'local' "
                                             "for a LocalCluster of --workers processes"),
     workers: int = typer.Option(2, "--workers", callback=positive_int, help="Workers of --scheduler local"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Discard an unfinished build with other settings"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard an unfinished build (damaged, or with other "
+                                   "settings) and start again"),
 ) -> None:
     """Encode every sentence of a corpus into a search index."""
     from ..search import build_index

@@ -87,17 +87,13 @@ def build_linker(
 
 def _text(path: Path, what: str) -> str:
     """The text of a reference or citances file ('-' = stdin), the same
-    checks for both: UTF-8 (a BOM allowed), no NUL bytes; a ValueError
-    naming the file otherwise."""
+    checks for both and for papers (``readers.text.decode_text``: UTF-8, or
+    UTF-16/32 with a byte-order mark, no NUL bytes); a ReaderError naming
+    the file otherwise."""
+    from ..readers.text import decode_text
+
     data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    if b"\x00" in data:
-        raise RhetoricError(f"{what} {path}: binary file (NUL bytes), expected UTF-8 text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise RhetoricError(f"{what} {path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); "
-                         "convert it to UTF-8 first") from None
+    return decode_text(data, f"{what} {path}")
 
 
 def _read_reference(nlp, path: Path):

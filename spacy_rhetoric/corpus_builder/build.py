@@ -18,6 +18,7 @@ from .settings import (
     LabelSettings,
     check_build_dir,
     import_code,
+    lock_build,
     phrases_digest,
     prepare_output_dir,
     read_phrase_list,
@@ -123,90 +124,91 @@ def build_corpus(
         "n_phrases": len(pairs),
     }
     created = not out_dir.exists()
-    shard_dir = prepare_output_dir(out_dir, config, overwrite)
+    with lock_build(out_dir):  # one run at a time on an output folder
+        shard_dir = prepare_output_dir(out_dir, config, overwrite)
 
-    pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
-    skipped: List[Dict[str, str]] = []
-    progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
-                            desc="label")
-    try:
-        if not pending or merge_only:
-            n_done, n_words, label_seconds = 0, 0, 0.0
-        elif scheduler:
-            n_done, n_words, label_seconds = run_dask(
-                scheduler, workers, settings, pairs, pending, shard_dir, skipped,
-                batch_size=batch_size, on_shard=on_shard, progress=progress,
+        pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
+        skipped: List[Dict[str, str]] = []
+        progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
+                                desc="label")
+        try:
+            if not pending or merge_only:
+                n_done, n_words, label_seconds = 0, 0, 0.0
+            elif scheduler:
+                n_done, n_words, label_seconds = run_dask(
+                    scheduler, workers, settings, pairs, pending, shard_dir, skipped,
+                    batch_size=batch_size, on_shard=on_shard, progress=progress,
+                )
+            else:
+                n_done, n_words, label_seconds = run_local(
+                    build_nlp(settings, pairs), pending, shard_dir, skipped,
+                    n_process=n_process, batch_size=batch_size, on_shard=on_shard, progress=progress,
+                )
+        except ValueError:  # e.g. no n-gram left for --n: nothing labeled, nothing left behind
+            remove_failed_build(out_dir, created)
+            raise
+        finally:
+            progress.close()
+
+        totals: Counter = Counter()
+        bad_records: List[str] = []
+        paper_ids = set()
+        n_with_shard = 0
+        for inp in all_inputs:
+            path = shard_path(shard_dir, inp)
+            if not path.exists():
+                continue
+            n_with_shard += 1
+            header = read_shard_header(path)
+            for k in ("n_source_sentences", "n_sentences", "n_empty", "n_words", "n_labeled", "n_bad_records"):
+                totals[k] += header[k]
+            paper_ids.update(header["papers"])
+            bad_records.extend(header["bad_records"][: max(0, 20 - len(bad_records))])
+        n_pending = len(pending) if merge_only else 0
+        if n_with_shard + len(skipped) + n_pending != len(all_inputs):  # pragma: no cover - bookkeeping invariant
+            raise RuntimeError("inputs in != inputs labeled + skipped")
+        if not n_with_shard:
+            if merge_only:
+                raise CorpusBuildError(f"{out_dir} holds no labeled input yet: nothing to merge (run without --merge-only)")
+            remove_failed_build(out_dir, created)
+            raise CorpusBuildError(
+                f"none of the {len(all_inputs)} inputs is usable"
+                + (f" (e.g. {skipped[0]['reason']})" if skipped else "")
             )
-        else:
-            n_done, n_words, label_seconds = run_local(
-                build_nlp(settings, pairs), pending, shard_dir, skipped,
-                n_process=n_process, batch_size=batch_size, on_shard=on_shard, progress=progress,
-            )
-    except ValueError:  # e.g. no n-gram left for --n: nothing labeled, nothing left behind
-        remove_failed_build(out_dir, created)
-        raise
-    finally:
-        progress.close()
 
-    totals: Counter = Counter()
-    bad_records: List[str] = []
-    paper_ids = set()
-    n_with_shard = 0
-    for inp in all_inputs:
-        path = shard_path(shard_dir, inp)
-        if not path.exists():
-            continue
-        n_with_shard += 1
-        header = read_shard_header(path)
-        for k in ("n_source_sentences", "n_sentences", "n_empty", "n_words", "n_labeled", "n_bad_records"):
-            totals[k] += header[k]
-        paper_ids.update(header["papers"])
-        bad_records.extend(header["bad_records"][: max(0, 20 - len(bad_records))])
-    n_pending = len(pending) if merge_only else 0
-    if n_with_shard + len(skipped) + n_pending != len(all_inputs):  # pragma: no cover - bookkeeping invariant
-        raise RuntimeError("inputs in != inputs labeled + skipped")
-    if not n_with_shard:
-        if merge_only:
-            raise CorpusBuildError(f"{out_dir} holds no labeled input yet: nothing to merge (run without --merge-only)")
-        remove_failed_build(out_dir, created)
-        raise CorpusBuildError(
-            f"none of the {len(all_inputs)} inputs is usable"
-            + (f" (e.g. {skipped[0]['reason']})" if skipped else "")
-        )
-
-    # The parser's own tokenizer (loaded with the pipeline, components unused)
-    # re-creates the labeled tokens exactly, so n-gram offsets stay valid.
-    tokenizer_nlp = load_parser(parser, exclude=list(exclude))
-    merged = merge_shards(out_dir, all_inputs, shard_dir, tokenizer_nlp, seed=seed, valid_fraction=valid_fraction)
-    summary = {
-        "inputs": len(all_inputs),
-        "inputs_labeled": n_with_shard,
-        "inputs_labeled_this_run": n_done,
-        "inputs_resumed": len(all_inputs) - len(pending),
-        "inputs_pending": n_pending,
-        "inputs_skipped": len(skipped),
-        "skipped": skipped,
-        "papers": len(paper_ids),
-        "source_sentences": totals["n_source_sentences"],
-        "empty_sentences": totals["n_empty"],
-        "sentences": totals["n_sentences"],
-        "words": totals["n_words"],
-        "bad_records": totals["n_bad_records"],
-        "bad_record_examples": bad_records,
-        "labeled": totals["n_labeled"],
-        **merged,
-        "phrases": {"pairs": len(pairs), "skipped_lines": n_phrase_skipped, "sha1": config["phrases_sha1"]},
-        "settings": {
-            "parser": parser, "n": int(n), "min_phrase_length": min_phrase_length,
-            "exclude": sorted(exclude), "n_process": n_process,
-            "batch_size": batch_size, "scheduler": scheduler, "workers": workers if scheduler else None,
-            "seed": seed,
-        },
-        "timing": {
-            "label_seconds": round(label_seconds, 3),
-            "words_labeled_this_run": n_words,
-            "words_per_second": round(n_words / label_seconds, 1) if n_words and label_seconds > 0 else None,
-        },
-    }
-    atomic_write_json(out_dir / SUMMARY_FILE, summary)
-    return summary
+        # The parser's own tokenizer (loaded with the pipeline, components unused)
+        # re-creates the labeled tokens exactly, so n-gram offsets stay valid.
+        tokenizer_nlp = load_parser(parser, exclude=list(exclude))
+        merged = merge_shards(out_dir, all_inputs, shard_dir, tokenizer_nlp, seed=seed, valid_fraction=valid_fraction)
+        summary = {
+            "inputs": len(all_inputs),
+            "inputs_labeled": n_with_shard,
+            "inputs_labeled_this_run": n_done,
+            "inputs_resumed": len(all_inputs) - len(pending),
+            "inputs_pending": n_pending,
+            "inputs_skipped": len(skipped),
+            "skipped": skipped,
+            "papers": len(paper_ids),
+            "source_sentences": totals["n_source_sentences"],
+            "empty_sentences": totals["n_empty"],
+            "sentences": totals["n_sentences"],
+            "words": totals["n_words"],
+            "bad_records": totals["n_bad_records"],
+            "bad_record_examples": bad_records,
+            "labeled": totals["n_labeled"],
+            **merged,
+            "phrases": {"pairs": len(pairs), "skipped_lines": n_phrase_skipped, "sha1": config["phrases_sha1"]},
+            "settings": {
+                "parser": parser, "n": int(n), "min_phrase_length": min_phrase_length,
+                "exclude": sorted(exclude), "n_process": n_process,
+                "batch_size": batch_size, "scheduler": scheduler, "workers": workers if scheduler else None,
+                "seed": seed,
+            },
+            "timing": {
+                "label_seconds": round(label_seconds, 3),
+                "words_labeled_this_run": n_words,
+                "words_per_second": round(n_words / label_seconds, 1) if n_words and label_seconds > 0 else None,
+            },
+        }
+        atomic_write_json(out_dir / SUMMARY_FILE, summary)
+        return summary

@@ -11,10 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
+from ..io import path_text
 from ..readers.label_inputs import SUFFIXES, input_kind
-from .settings import ANNOTATION_FILES, CONFIG_FILE, OUTPUT_NAMES, SHARD_DIR, SUMMARY_FILE, CorpusBuildError
+from .settings import (
+    ANNOTATION_FILES,
+    CONFIG_FILE,
+    LOCK_FILE,
+    OUTPUT_NAMES,
+    SHARD_DIR,
+    SUMMARY_FILE,
+    CorpusBuildError,
+)
 
-BUILD_FILES = frozenset([CONFIG_FILE, SUMMARY_FILE, *ANNOTATION_FILES]
+BUILD_FILES = frozenset([CONFIG_FILE, SUMMARY_FILE, LOCK_FILE, *ANNOTATION_FILES]
                         + [f"{name}.{ext}" for name in OUTPUT_NAMES for ext in ("jsonl", "spacy")])
 
 
@@ -101,7 +110,8 @@ def discover_inputs(
     contributes its reference papers only (citing papers and annotations are
     not part of the distant set); any other directory contributes every
     ``.xml``/``.txt``/``.jsonl``/``.spacy`` file below it. Keys are paths
-    relative to the directory given (file name for a file argument). Inside
+    relative to the directory given (file name for a file argument; a name
+    that is not UTF-8 with its odd bytes escaped, ``io.path_text``). Inside
     a directory, the files of any label build (``build_dir_of``) are left
     out; a file argument that is an output of a build to ``exclude`` (the
     build being started) is an error. ``limit``: the first N inputs by key
@@ -121,7 +131,7 @@ def discover_inputs(
                 files = [p for p in _clscisumm_reference_xmls(arg) if build_dir_of(p) is None]
             else:
                 files = [p for p in below if kind_of(p)]
-            items = [(p.relative_to(arg).as_posix(), p) for p in files]
+            items = [(path_text(p.relative_to(arg).as_posix()), p) for p in files]
             if not items:
                 raise CorpusBuildError(
                     f"{arg}: directory holds no input files ({expected} or "
@@ -135,7 +145,7 @@ def discover_inputs(
                     f"{arg}: input is an output of this build (in {arg.parent}); "
                     "a build never reads its own outputs: copy it elsewhere or use another --output"
                 )
-            items = [(arg.name, arg)]
+            items = [(path_text(arg.name), arg)]
         else:
             raise CorpusBuildError(f"{arg}: no such file or directory")
         for key, path in items:

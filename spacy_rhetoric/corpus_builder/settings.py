@@ -11,13 +11,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import srsly
 
 from ..errors import RhetoricError
-from ..io import atomic_write_json
+from ..io import atomic_write_json, output_lock, remove_stale_temps
 from ..util import DEFAULT_PARSER
 
 SHARD_DIR = "shards"
 CONFIG_FILE = "build_config.json"
 SUMMARY_FILE = "summary.json"
 OUTPUT_NAMES = ("train", "valid")
+# Held (``io.output_lock``) by the run that writes the folder, removed when it ends.
+LOCK_FILE = ".lock"
 # The outputs of ``spacy-rhetoric annotate`` (``spacy_rhetoric.apps.annotate``), in the same layout.
 ANNOTATION_FILES = ("annotations.jsonl", "annotations.spacy")
 # Components of the English pipeline the labeler does not need (lemmas come
@@ -90,6 +92,13 @@ def check_build_dir(out_dir: Path, names: Sequence[str], force: bool = False) ->
             "them: choose another output directory or pass --force to replace them")
 
 
+def lock_build(out_dir: Path):
+    """The lock of a build's output folder (created): hold it for the whole
+    run, so that a second run on the same folder stops at once
+    (``io.OutputLockedError``) instead of writing beside the first."""
+    return output_lock(Path(out_dir) / LOCK_FILE, f"output directory {out_dir}")
+
+
 def remove_failed_build(out_dir: Path, created: bool) -> None:
     """A build that made ``out_dir`` and produced nothing leaves nothing
     behind (not a folder holding only ``build_config.json``)."""
@@ -103,7 +112,9 @@ def remove_failed_build(out_dir: Path, created: bool) -> None:
 def prepare_output_dir(out_dir: Path, config: Dict[str, Any], overwrite: bool) -> Path:
     """Create ``out_dir/shards``, refuse to resume a build with other settings
     (unless ``overwrite``: its shards are removed), clean up temporary files of
-    a killed run and record ``config``. Returns the shard directory."""
+    a killed run (in ``shards``; those of dead runs beside the outputs) and
+    record ``config``. Call it holding :func:`lock_build`. Returns the shard
+    directory."""
     path = out_dir / CONFIG_FILE
     shard_dir = out_dir / SHARD_DIR
     if overwrite and shard_dir.exists():
@@ -118,7 +129,8 @@ def prepare_output_dir(out_dir: Path, config: Dict[str, Any], overwrite: bool) -
                 "use another output directory or overwrite=True (--overwrite) to start afresh"
             )
     shard_dir.mkdir(parents=True, exist_ok=True)
-    for p in shard_dir.glob(".tmp-*"):  # leftovers of a killed run
+    for p in shard_dir.glob(".tmp-*"):  # leftovers of a killed run (the caller holds lock_build)
         p.unlink()
+    remove_stale_temps(out_dir)  # e.g. .tmp-annotations.jsonl.PID of a run killed while merging
     atomic_write_json(path, config)
     return shard_dir

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..io import atomic_path, atomic_write_lines
+from ..io import atomic_path, atomic_write_lines, path_text
 from ..readers.label_inputs import ReadResult
 from .inputs import InputFile
 
@@ -19,7 +19,7 @@ def shard_header(inp: InputFile, read: ReadResult, n_sentences: int, n_words: in
     papers = sorted({s["paper_id"] for s in read.sentences})
     return {
         "input": inp.key,
-        "path": str(inp.path),
+        "path": path_text(inp.path),
         "sha1": inp.fingerprint,
         "papers": papers,
         "n_source_sentences": len(read.sentences) + read.n_empty,

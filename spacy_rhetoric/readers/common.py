@@ -34,6 +34,7 @@ from wasabi import msg
 
 from .. import extensions
 from ..errors import RhetoricError
+from ..io import path_text
 
 ERROR_MODES = ("skip", "raise")
 
@@ -47,7 +48,7 @@ class ReaderError(RhetoricError):
         self.line = line
         self.field = field
         self.reason = message
-        where = f"{path}:{line}" if line is not None else f"{path}"
+        where = f"{path_text(path)}:{line}" if line is not None else path_text(path)
         what = f" (field {field!r})" if field else ""
         super().__init__(f"{where}: {message}{what}")
 

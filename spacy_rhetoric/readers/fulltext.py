@@ -38,6 +38,7 @@ from spacy.tokens import Doc, Span
 
 from .. import extensions
 from ..errors import RhetoricError
+from ..io import path_text
 from ..long_docs import make_doc
 from .common import ReaderError
 
@@ -76,7 +77,9 @@ class Paper:
 
 
 def doc_id_from_path(path: Union[str, Path]) -> str:
-    name = Path(path).name
+    """The file name without its format's extensions (``io.path_text``: a
+    name that is not UTF-8 gets its odd bytes escaped)."""
+    name = path_text(Path(path).name)
     changed = True
     while changed:
         changed = False

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+from ..io import path_text
 from .common import ReaderError, ReadStats, iter_jsonl
 
 SUFFIXES = (".xml", ".txt", ".jsonl", ".spacy")
@@ -75,13 +76,15 @@ def read_xml(path: Path) -> ReadResult:
 
 
 def read_txt(path: Path) -> ReadResult:
-    lines = path.read_text(encoding="utf8").splitlines()
+    from .text import read_text_file
+
+    lines = read_text_file(path).splitlines()
     texts = [line for line in lines if line.strip()]
-    return ReadResult(sentences=[_sent(path.stem, None, None, i, t) for i, t in enumerate(texts)])
+    return ReadResult(sentences=[_sent(path_text(path.stem), None, None, i, t) for i, t in enumerate(texts)])
 
 
 def read_jsonl(path: Path) -> ReadResult:
-    stats = ReadStats(name=str(path))
+    stats = ReadStats(name=path_text(path))
     sentences = []
     counters: Counter = Counter()
     for line, obj in iter_jsonl(path, errors="skip", stats=stats):
@@ -90,7 +93,7 @@ def read_jsonl(path: Path) -> ReadResult:
             stats.skip(ReaderError(path, line, "no string field 'text' or 'sentence'"))
             continue
         stats.used += 1
-        paper_id = str(obj.get("paper_id", obj.get("doc_id", obj.get("id", path.stem))))
+        paper_id = str(obj.get("paper_id", obj.get("doc_id", obj.get("id", path_text(path.stem)))))
         sentences.append(_sent(paper_id, obj.get("section"), obj.get("sid"), counters[paper_id], text))
         counters[paper_id] += 1
     return ReadResult(sentences=sentences, n_bad_records=stats.skipped, bad_records=stats.examples)
@@ -106,7 +109,7 @@ def read_spacy(path: Path) -> ReadResult:
     result = ReadResult()
     docbin = DocBin(store_user_data=True).from_disk(path)
     for i, doc in enumerate(ext.docbin_docs(docbin, Vocab())):
-        paper_id = ext.get_doc_value(doc, ext.DOC_ID) or f"{path.stem}:{i}"
+        paper_id = ext.get_doc_value(doc, ext.DOC_ID) or f"{path_text(path.stem)}:{i}"
         if doc.has_annotation("SENT_START"):
             sents = list(doc.sents)
             sections = ext.get_sent_labels(doc, field=ext.SECTION)
@@ -133,15 +136,15 @@ def read_input(path: Path, kind: Optional[str] = None) -> ReadResult:
     path = Path(path)
     kind = kind or input_kind(path)
     if kind not in READERS:
-        return ReadResult(skipped_reason=f"{path}: unsupported input type (expected one of {', '.join(SUFFIXES)})")
+        return ReadResult(skipped_reason=f"{path_text(path)}: unsupported input type (expected one of {', '.join(SUFFIXES)})")
     try:
         result = READERS[kind](path)
     except ImportError:
         raise
     except Exception as err:  # malformed input: skip and count
         reason = f"{type(err).__name__}: {err}"
-        if str(path) not in reason:
-            reason = f"{path}: {reason}"
+        if path_text(path) not in reason:
+            reason = f"{path_text(path)}: {reason}"
         return ReadResult(skipped_reason=reason)
     too_long = [s for s in result.sentences if len(s["text"]) > MAX_SENTENCE_CHARS]
     if too_long:

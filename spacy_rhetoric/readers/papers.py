@@ -36,13 +36,14 @@ from spacy.tokens import Doc
 
 from .. import extensions
 from ..errors import RhetoricError
+from ..io import path_text
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
 from .fulltext import CITATIONS_KEY, Paper, doc_id_from_path, paper_doc, xml_root_name
 from .jats import parse_jats
 from .pdf import is_pdf, parse_pdf
 from .s2orc import S2ORC_KEYS, load_json, parse_s2orc
 from .tei import parse_tei
-from .text import parse_text
+from .text import WIDE, bom_encoding, parse_text
 
 PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf")
 FORMATS = PAPER_FORMATS + ("clscisumm",)
@@ -74,8 +75,7 @@ def detect_format(path: PathLike) -> str:
         if _is_clscisumm_dir(path):
             return "clscisumm"
         raise ReaderError(path, None, "cannot detect the format of a directory (not CL-SciSumm topics)")
-    with open(path, "rb") as fileh:
-        head = fileh.read(4096)
+    head = _head(path, 4096)
     if is_pdf(head):
         return "pdf"
     if path.suffix.lower() == ".pdf":
@@ -84,8 +84,7 @@ def detect_format(path: PathLike) -> str:
         raise ReaderError(path, None, "cannot detect the format: binary file (NUL bytes)")
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if start.startswith(b"<"):
-        with open(path, "rb") as fileh:
-            root = xml_root_name(fileh.read(1 << 16))
+        root = xml_root_name(_head(path, 1 << 16))
         if root not in _XML_ROOTS:
             raise ReaderError(path, None, f"cannot detect the format: unknown XML root element <{root}>")
         return _XML_ROOTS[root]
@@ -101,6 +100,17 @@ def detect_format(path: PathLike) -> str:
         if exc.start < len(head) - 4:  # not just a character cut at the 4096th byte
             raise ReaderError(path, None, "cannot detect the format: not UTF-8 text (binary file?)") from None
     return "text"
+
+
+def _head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a file as UTF-8 for sniffing: UTF-16 and
+    UTF-32 text (by its byte-order mark, ``text.bom_encoding``) re-encoded."""
+    with open(path, "rb") as fileh:
+        head = fileh.read(size)
+    codec = bom_encoding(head)
+    if codec in WIDE:
+        head = head.decode(codec, errors="ignore").encode("utf-8")
+    return head
 
 
 def _is_clscisumm_dir(path: Path) -> bool:
@@ -136,17 +146,18 @@ def paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -
 def keyed_paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -> List[Tuple[str, Path]]:
     """``(key, path)`` of every file of :func:`paper_files`: the key is the
     path relative to the folder given (the file name for a file given; the
-    path as given when two files given share a name). A file given twice is
-    read once."""
+    path as given when two files given share a name; a name that is not UTF-8
+    with its odd bytes escaped, ``io.path_text``). A file given twice is read
+    once."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     items: Dict[str, Path] = {}
     for arg in paths:
         arg = Path(arg)
         for path in paper_files(arg, fmt):
-            key = path.relative_to(arg).as_posix() if arg.is_dir() else path.name
+            key = path_text(path.relative_to(arg).as_posix() if arg.is_dir() else path.name)
             if key in items and items[key].resolve() != path.resolve():
-                key = path.as_posix()
+                key = path_text(path.as_posix())
             items.setdefault(key, path)
     return list(items.items())
 

@@ -26,15 +26,13 @@ import srsly
 
 from .common import ReaderError
 from .fulltext import ABSTRACT, Paper, Paragraph, doc_id_from_path, heading_text
+from .text import read_text_file
 
 S2ORC_KEYS = ("pdf_parse", "grobid_parse", "latex_parse", "body_text")
 
 
 def load_json(path: Path) -> Any:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ReaderError(path, None, f"invalid UTF-8 (binary file?): {exc}") from None
+    text = read_text_file(path)
     try:
         return srsly.json_loads(text)
     except ValueError as exc:

@@ -1,4 +1,9 @@
-"""Plain text and Markdown papers (UTF-8).
+"""Plain text and Markdown papers (UTF-8; UTF-16 and UTF-32 with a byte-order mark).
+
+:func:`decode_text` is the one decoder of text files (papers, label's ``.txt``,
+link's inputs; ``papers.detect_format`` sniffs with :func:`bom_encoding`):
+UTF-16 / UTF-32 by their byte-order mark, else UTF-8 (a BOM allowed), and
+every line end (CRLF, a lone CR of old Mac files) as ``\n``.
 
 Paragraphs are blocks separated by blank lines; the lines of a block are
 joined with spaces. A line is a heading when it is
@@ -17,9 +22,10 @@ block is the title. Text under an "Abstract" heading gets the heading
 left out. There is no citation markup in plain text, so ``doc.spans
 ["citations"]`` is empty.
 """
+import codecs
 import re
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Union
 
 from .common import ReaderError
 from .fulltext import ABSTRACT, Paper, Paragraph, doc_id_from_path, norm_space
@@ -65,15 +71,48 @@ def _heading_name(heading: str) -> str:
     return (match.group(2) if match else heading).strip().lower()
 
 
+# UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+WIDE = ("utf-16", "utf-32")  # encodings whose text holds NUL bytes
+
+
+def bom_encoding(head: bytes) -> Optional[str]:
+    """The encoding that a byte-order mark at the start of ``head`` names
+    (``"utf-32"``, ``"utf-16"``, ``"utf-8-sig"``), else None."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    return None
+
+
+def decode_text(data: bytes, path: Union[str, Path]) -> str:
+    """The text of a file's bytes (see the module docstring), line ends as
+    ``\n``; a ReaderError naming ``path`` for a binary file (NUL bytes) or
+    bytes that are not text in their encoding."""
+    codec = bom_encoding(data)
+    if codec in WIDE:
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError as exc:
+            raise ReaderError(path, None, f"invalid {codec.upper()} after its byte-order mark: {exc.reason}") from None
+        if "\x00" in text:
+            raise ReaderError(path, None, "binary file (NUL characters), not text")
+    else:
+        if b"\x00" in data:
+            raise ReaderError(path, None, "binary file (NUL bytes), not text")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise ReaderError(path, line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x}): not UTF-8 text, or a "
+                                          "binary file; convert it to UTF-8 first") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read_text_file(path: Path) -> str:
-    data = path.read_bytes()
-    if b"\x00" in data:
-        raise ReaderError(path, None, "binary file (NUL bytes), not text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ReaderError(path, line, f"invalid UTF-8 (binary file?): {exc.reason}") from None
+    """:func:`decode_text` of a file."""
+    return decode_text(Path(path).read_bytes(), path)
 
 
 def parse_text(path: Path) -> Paper:
@@ -83,7 +122,7 @@ def parse_text(path: Path) -> Paper:
     heading: Optional[str] = None
     headings: List[Optional[str]] = []
     paragraphs: List[Paragraph] = []
-    blocks = [b for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n")) if b.strip()]
+    blocks = [b for b in re.split(r"\n[ \t]*\n", text) if b.strip()]
     for i, block in enumerate(blocks):
         lines = [line for line in block.split("\n") if line.strip()]
         found = detect_heading(lines[0])

@@ -13,7 +13,17 @@ import numpy
 
 from .. import extensions as ext
 from ..evaluation.neighbours import as_matrix, l2_normalize
-from ..io import PathError, atomic_path, atomic_write_json, check_input, check_output
+from ..io import (
+    PathError,
+    atomic_path,
+    atomic_write_json,
+    check_input,
+    check_output,
+    disk_full,
+    output_lock,
+    path_text,
+    remove_stale_temps,
+)
 from .faiss_index import (
     IndexBuildError,
     build_faiss_index,
@@ -32,7 +42,7 @@ from .sources import (
     load_pipeline,
     not_for_vectors,
 )
-from .store import FILTERS, Hit, _add_part, _connect, _row_hit
+from .store import FILTERS, INVALID, Hit, _add_part, _connect, check_store, fetch_hit
 
 INDEX_FILE = "index.faiss"
 
@@ -85,14 +95,15 @@ def _build_settings(model: PathLike, nlp, files: Sequence[Path], part_sentences:
         "format": FORMAT_VERSION,
         "pipeline": str(Path(model).resolve()) if Path(model).exists() else str(model),
         "part_sentences": part_sentences,
-        "inputs": [{"path": str(p.resolve()), "sha1": file_fingerprint(p)} for p in files],
+        "inputs": [{"path": path_text(p.resolve()), "sha1": file_fingerprint(p)} for p in files],
     }
 
 
 def _start_work(work: Path, settings: Dict[str, Any], overwrite: bool) -> bool:
-    """Create or reuse the work directory; True when resuming."""
+    """Create or reuse the work directory; True when resuming (never with
+    ``overwrite``: an unfinished build is discarded)."""
     build_file = work / BUILD_FILE
-    if work.exists() and build_file.exists():
+    if not overwrite and work.exists() and build_file.exists():
         try:
             previous = json.loads(build_file.read_text(encoding="utf8"))
         except ValueError:
@@ -109,6 +120,30 @@ def _start_work(work: Path, settings: Dict[str, Any], overwrite: bool) -> bool:
     (work / VECTOR_DIR).mkdir(parents=True)
     atomic_write_json(build_file, settings)
     return False
+
+
+def _resume_store(work: Path) -> sqlite3.Connection:
+    """The store of an unfinished build, checked: the columns this version
+    writes, every part it marks done with its vectors file, as many rows as
+    its parts say; a ``SearchIndexError`` that says to pass --overwrite otherwise."""
+    path = work / META_FILE
+    con = None
+    try:
+        con = _connect(path)
+        check_store(con, path, tables=("sentences", "parts"))
+        parts = con.execute("SELECT part, n FROM parts").fetchall()
+        missing = [part for part, _ in parts if not _part_file(work, part).is_file()]
+        if missing:
+            raise SearchIndexError(f"it marks part {missing[0]} done but {_part_file(work, missing[0])} is missing")
+        n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+        if n_rows != sum(n for _, n in parts):
+            raise SearchIndexError(f"it holds {n_rows} sentences, its parts {sum(n for _, n in parts)}")
+    except (sqlite3.Error, SearchIndexError) as err:
+        if con is not None:
+            con.close()
+        raise SearchIndexError(f"{path_text(work)} holds a damaged unfinished build ({err}); pass --overwrite "
+                               "to discard it and start again") from None
+    return con
 
 
 def _part_file(work: Path, part: int) -> Path:
@@ -157,46 +192,50 @@ def build_index(
     check_index_type(index_type, pipeline_dim(nlp))
     work = work_dir(index_path)
     settings = _build_settings(model, nlp, files, part_sentences)
-    if (work / CONFIG_FILE).exists() and (work / BUILD_FILE).exists() and \
-            json.loads((work / BUILD_FILE).read_text("utf8")) == settings:
-        return _finish(work, index_path)  # interrupted after the index was written
-    resumed = _start_work(work, settings, overwrite)
-    con = _connect(work / META_FILE)
-    done = {row[0] for row in con.execute("SELECT part FROM parts")}
-    stats = ReadStats(name="corpus files")
-    started = time.perf_counter()
-    n_new = 0
-    bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
-    encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
-    parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats), part_sentences)))
-    try:
-        if scheduler:
-            n_new = _run_dask(scheduler, workers, settings["pipeline"], batch_size, parts, done, work, con, bar,
-                              stop_after_parts)
-        else:
-            for i, papers in parts:
-                if i in done:
+    # one run at a time on an output; a full disk while the store is written: one line
+    with output_lock(index_path.with_name(f".{index_path.name}.lock"), f"index {index_path}"), \
+            disk_full(work / META_FILE):
+        remove_stale_temps(index_path.parent, index_path.name)  # what killed runs left beside it
+        if not overwrite and (work / CONFIG_FILE).exists() and (work / BUILD_FILE).exists() and \
+                json.loads((work / BUILD_FILE).read_text("utf8")) == settings:
+            return _finish(work, index_path)  # interrupted after the index was written
+        resumed = _start_work(work, settings, overwrite)
+        con = _resume_store(work) if resumed else _connect(work / META_FILE)
+        done = {row[0] for row in con.execute("SELECT part FROM parts")}
+        stats = ReadStats(name="corpus files")
+        started = time.perf_counter()
+        n_new = 0
+        bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
+        encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
+        parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats), part_sentences)))
+        try:
+            if scheduler:
+                n_new = _run_dask(scheduler, workers, settings["pipeline"], batch_size, parts, done, work, con, bar,
+                                  stop_after_parts)
+            else:
+                for i, papers in parts:
+                    if i in done:
+                        bar.update(sum(len(p["sentences"]) for p in papers))
+                        continue
+                    if stop_after_parts is not None and n_new >= stop_after_parts:
+                        break
+                    vectors, rows = encode(papers)
+                    _save_part(work, con, i, vectors, rows, len(papers))
+                    n_new += 1
                     bar.update(sum(len(p["sentences"]) for p in papers))
-                    continue
-                if stop_after_parts is not None and n_new >= stop_after_parts:
-                    break
-                vectors, rows = encode(papers)
-                _save_part(work, con, i, vectors, rows, len(papers))
-                n_new += 1
-                bar.update(sum(len(p["sentences"]) for p in papers))
-    finally:
-        bar.close()
-        con.close()
-    summary = {"resumed": resumed, "parts_encoded": n_new, "parts_reused": len(done),
-               "encode_seconds": round(time.perf_counter() - started, 3),
-               "files_read": stats.read, "files_skipped": stats.skipped, "skipped": stats.examples,
-               "papers": stats.docs}
-    if stop_after_parts is not None and n_new >= stop_after_parts:
-        summary["finished"] = False
+        finally:
+            bar.close()
+            con.close()
+        summary = {"resumed": resumed, "parts_encoded": n_new, "parts_reused": len(done),
+                   "encode_seconds": round(time.perf_counter() - started, 3),
+                   "files_read": stats.read, "files_skipped": stats.skipped, "skipped": stats.examples,
+                   "papers": stats.docs}
+        if stop_after_parts is not None and n_new >= stop_after_parts:
+            summary["finished"] = False
+            return summary
+        summary.update(_write_index(work, nlp, settings, index_type, seed))
+        summary.update(_finish(work, index_path))
         return summary
-    summary.update(_write_index(work, nlp, settings, index_type, seed))
-    summary.update(_finish(work, index_path))
-    return summary
 
 
 def _write_index(work: Path, nlp, settings: Dict[str, Any], index_type: str, seed: int) -> Dict[str, Any]:
@@ -322,12 +361,18 @@ class RhetoricIndex:
         con = sqlite3.connect(f"file:{path / META_FILE}?mode=ro", uri=True)
         con.row_factory = sqlite3.Row
         try:
-            n_rows = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
-        except sqlite3.Error as err:
+            check_store(con, path / META_FILE, input_column=config.get("format", 1) >= 2)
+            n_rows, low, high = con.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM sentences").fetchone()
+        except (sqlite3.Error, SearchIndexError) as err:
             con.close()
-            raise SearchIndexError(f"{path / META_FILE}: not a spacy-rhetoric metadata store ({err})") from None
-        if n_rows != index.ntotal:
-            raise SearchIndexError(f"{path}: the metadata store has {n_rows} sentences but the index {index.ntotal}")
+            if isinstance(err, SearchIndexError):
+                raise
+            raise SearchIndexError(f"{INVALID}: {path / META_FILE} is not a spacy-rhetoric metadata store "
+                                   f"({err})") from None
+        if n_rows != index.ntotal or (n_rows and (low, high) != (0, n_rows - 1)):
+            con.close()
+            raise SearchIndexError(f"{INVALID}: the metadata store {path / META_FILE} has {n_rows} sentences "
+                                   f"(ids {low} to {high}) but the index {index.ntotal} (ids 0 to {index.ntotal - 1})")
         return cls(path, index, config, con)
 
     def __len__(self) -> int:
@@ -360,10 +405,10 @@ class RhetoricIndex:
         return numpy.vstack(out).astype("float32")
 
     def record(self, id_: int) -> Hit:
-        row = self.con.execute("SELECT * FROM sentences WHERE id = ?", (int(id_),)).fetchone()
-        if row is None:
+        hit = fetch_hit(self.con, self.path / META_FILE, id_, float("nan"))
+        if hit is None:
             raise KeyError(id_)
-        return _row_hit(row, float("nan"))
+        return hit
 
     def vector(self, id_: int) -> numpy.ndarray:
         return self.index.reconstruct(int(id_))
@@ -404,8 +449,10 @@ class RhetoricIndex:
         hits = []
         for id_, score in zip(ids, scores):
             if id_ >= 0:
-                row = self.con.execute("SELECT * FROM sentences WHERE id = ?", (int(id_),)).fetchone()
-                hits.append(_row_hit(row, score))
+                hit = fetch_hit(self.con, self.path / META_FILE, id_, score)
+                if hit is None:
+                    raise SearchIndexError(f"{INVALID}: {self.path / META_FILE} has no sentence {id_}")
+                hits.append(hit)
         return hits
 
     def close(self) -> None:

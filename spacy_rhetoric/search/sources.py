@@ -8,7 +8,7 @@ import numpy
 from .. import extensions as ext
 from ..apps.records import doc_records
 from ..errors import RhetoricError
-from ..io import check_input
+from ..io import check_input, path_text
 
 PathLike = Union[str, Path]
 
@@ -63,11 +63,11 @@ def _jsonl_papers(path: Path, stats, key: str = "") -> Iterator[Dict[str, Any]]:
             stats.skip(ReaderError(path, line, "no non-empty string field 'text'", field="text"))
             continue
         stats.used += 1
-        paper_id = str(rec.get("paper_id", rec.get("doc_id", rec.get("id", path.stem))))
+        paper_id = str(rec.get("paper_id", rec.get("doc_id", rec.get("id", path_text(path.stem)))))
         if current is None or current["paper"] != paper_id:
             if current is not None:
                 yield current
-            current = {"paper": paper_id, "input": key or str(path), "sentences": []}
+            current = {"paper": paper_id, "input": key or path_text(path), "sentences": []}
         current["sentences"].append(_sentence(text, gold_label=rec.get("label"), section=rec.get("section"),
                                               heading=rec.get("heading"), sid=rec.get("sid")))
     if current is not None:
@@ -101,7 +101,7 @@ def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Di
                         docs = list(ext.docbin_docs(DocBin(store_user_data=True).from_disk(path), vocab_nlp.vocab))
                     except Exception as err:  # noqa: BLE001 - name the file
                         raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
-                    papers = [doc_paper(d, f"{path.stem}:{i}", key) for i, d in enumerate(docs) if len(d)]
+                    papers = [doc_paper(d, f"{path_text(path.stem)}:{i}", key) for i, d in enumerate(docs) if len(d)]
                 else:
                     papers = [doc_paper(read_paper(path, vocab_nlp, doc_id=ids[key]), ids[key], key)]
                 stats.used += 1
