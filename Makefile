@@ -24,8 +24,10 @@ $(STAMP): setup.py pyproject.toml
 install: $(STAMP)
 
 # spacy-rhetoric demo (spacy_rhetoric/cli/demo.py); options: $(PY) -m spacy_rhetoric demo --help
+# `make demo GPU_ID=0`: train and annotate on GPU 0 (needs cupy and a CUDA torch); -1 = the CPU.
+GPU_ID ?= -1
 demo: install
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PY) -m spacy_rhetoric demo
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PY) -m spacy_rhetoric demo --gpu-id $(GPU_ID)
 
 # ruff first (lint + import order, pyproject.toml), then every test, slow ones
 # included (`pytest -m "not slow"` is the inner loop), with the 15 slowest

@@ -117,3 +117,35 @@ def torch_device(gpu_id: Optional[int] = None):
         raise RhetoricError(f"--gpu-id {gpu_id}: torch sees {n} CUDA device(s) (torch {torch.__version__}); "
                          "use --gpu-id -1 for the CPU")
     return torch.device(f"cuda:{int(gpu_id)}")
+
+
+def use_device(gpu_id: int):
+    """``--gpu-id`` of a command that runs a pipeline (annotate, index, label,
+    render, demo), as spaCy's own CLI: ``-1`` leaves spaCy's ops as they are
+    (the CPU); ``N >= 0`` checks the device (:func:`torch_device`, one line
+    when torch cannot see it) and calls ``spacy.require_gpu(N)``, so the
+    pipelines loaded afterwards run their thinc models on GPU N and the
+    torch-side models (``torch_device()``) follow. Call it before
+    ``spacy.load``. Returns the torch device."""
+    device = torch_device(gpu_id)
+    if int(gpu_id) >= 0:
+        try:
+            spacy.require_gpu(int(gpu_id))
+        except ValueError as err:  # torch sees the GPU, thinc cannot use it (e.g. no cupy)
+            raise RhetoricError(f"--gpu-id {gpu_id}: spaCy cannot use the GPU ({err}); install cupy for its "
+                                "CUDA version (pip install 'spacy[cuda12x]'), or use --gpu-id -1 for the CPU") from err
+    return device
+
+
+def pipeline_gpu() -> int:
+    """The GPU the pipelines run on: ``-1`` while spaCy's current ops are the
+    CPU's, else the CUDA device of :func:`torch_device` (``N`` after
+    ``spacy.require_gpu(N)``; 0 for a GPU torch does not name)."""
+    from thinc.api import get_current_ops
+
+    if get_current_ops().device_type == "cpu":
+        return -1
+    device = torch_device()
+    if getattr(device, "type", None) == "cuda" and device.index is not None:
+        return int(device.index)
+    return 0

@@ -368,22 +368,29 @@ def test_sentence_transformer_follows_the_device_setting(monkeypatch):
     assert st_models.load_sentence_transformer("x").kwargs["device"] == "cuda:3"
 
 
-@pytest.mark.parametrize("command", ["pretrain-sentmask", "train-cosaemb", "link-train"])
+@pytest.mark.parametrize("command", ["pretrain-sentmask", "train-cosaemb", "link-train",
+                                     "annotate", "index", "label", "render", "demo"])
 def test_gpu_id_without_gpu_is_one_line_error(command, tmp_path):
+    """The torch training commands and the commands that run a pipeline
+    (util.use_device) check --gpu-id before any work."""
     import torch
     from typer.testing import CliRunner
 
-    import spacy_rhetoric.cli.link  # noqa: F401  registers the commands
-    import spacy_rhetoric.cli.pretrain  # noqa: F401
-    from spacy_rhetoric.cli import app
+    from spacy_rhetoric.cli import _load_commands, app
 
+    _load_commands()
     if torch.cuda.is_available():
         pytest.skip("a CUDA device exists")
     inputs = tmp_path / "in"
     inputs.mkdir()
-    args = [command, str(inputs), str(tmp_path / "out"), "--gpu-id", "0"]
-    if command == "link-train":
-        args = [command, str(inputs), "--output", str(tmp_path / "out"), "--gpu-id", "0"]
+    out = str(tmp_path / "out")
+    args = {"link-train": [str(inputs), "--output", out],
+            "annotate": [str(tmp_path / "pipeline"), str(inputs), "--output", out],
+            "index": [str(tmp_path / "pipeline"), str(inputs), "--output", out],
+            "label": [str(inputs), "--output", out],
+            "render": [str(inputs / "paper.spacy"), "--output", out + ".html"],
+            "demo": ["--output", out]}.get(command, [str(inputs), out])
+    args = [command, *args, "--gpu-id", "0"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
     assert "--gpu-id 0: torch sees 0 CUDA device" in " ".join(result.output.split())

@@ -172,19 +172,20 @@ def _trained(config: Path, output: Path, wanted: str, start: float, how: str = "
 
 
 def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inputs: Sequence[Path] = (),
-                   retrain: bool = False) -> Path:
+                   retrain: bool = False, gpu_id: int = -1) -> Path:
     """Train ``config`` with ``spacy.cli.train.train`` into ``output`` and
     return the final model (``model-last``, whose meta.json holds the dev
     scores of its last evaluation, which is the final step). A model already
     in ``output`` trained from the same config, overrides and ``inputs``
-    (files, by size and mtime) is reused."""
+    (files, by size and mtime) is reused. ``gpu_id``: spacy train's
+    ``--gpu-id`` (-1 = CPU)."""
     from spacy.cli.train import train
 
     model, wanted = _reused(config, output, overrides, inputs, retrain)
     if model is not None:
         return model
     start = time.perf_counter()
-    train(config, output, use_gpu=-1, overrides=overrides)
+    train(config, output, use_gpu=gpu_id, overrides=overrides)
     return _trained(config, output, wanted, start)
 
 
@@ -197,10 +198,11 @@ class BackgroundTraining:
     classifier's fine-tuned member (``ml/finetuned.py``) keeps both cores
     busy, the lower priority leaves them to it. :meth:`wait` returns the
     model as :func:`train_pipeline` does (reused or trained), or raises
-    :class:`DemoError` with the end of the log."""
+    :class:`DemoError` with the end of the log. ``gpu_id``: spacy train's
+    ``--gpu-id`` (-1 = CPU)."""
 
     def __init__(self, config: Path, output: Path, overrides: Dict[str, Any], *, inputs: Sequence[Path] = (),
-                 retrain: bool = False, log: Path):
+                 retrain: bool = False, log: Path, gpu_id: int = -1):
         import subprocess
         import sys
 
@@ -210,7 +212,8 @@ class BackgroundTraining:
         self.start = time.perf_counter()
         if self.model is not None:
             return
-        command = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output)]
+        command = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
+                   "--gpu-id", str(gpu_id)]
         for key, value in overrides.items():
             command += [f"--{key}", str(value)]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -283,14 +286,16 @@ def _mtime(path: Path) -> int:
 
 
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
-                      retrain: bool = False, background: Optional[bool] = None) -> Tuple[Path, Path]:
+                      retrain: bool = False, background: Optional[bool] = None,
+                      gpu_id: int = -1) -> Tuple[Path, Path]:
     """Train the CPU classifier (packaged config ``classifier``
     with ``DEMO_CLASSIFIER_SETTINGS``: tok2vec + context architecture + section
     input + n-grams + CRF, section dropout, and the members fitted at
     initialize) on CSAbstruct + MuLMS-AZ and the encoder (``encoder``) on
     CSAbstruct into ``output``. With ``background`` (default: on a machine
     with two cores or more) the encoder trains in a child process beside the
-    classifier (:class:`BackgroundTraining`), its log in ``output/encoder.log``."""
+    classifier (:class:`BackgroundTraining`), its log in ``output/encoder.log``.
+    ``gpu_id``: both train on that GPU (spacy train's ``--gpu-id``; -1 = CPU)."""
     output.mkdir(parents=True, exist_ok=True)
     if background is None:
         background = (os.cpu_count() or 1) >= 2
@@ -305,20 +310,21 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     if background:
         print(f"\n== training the sentence encoder ({encoder_steps} steps) beside the classifier ==")
         encoder_job = BackgroundTraining(encoder_config, output / "encoder", encoder_overrides,
-                                         inputs=[train_spacy, dev_spacy], retrain=retrain, log=output / "encoder.log")
+                                         inputs=[train_spacy, dev_spacy], retrain=retrain, log=output / "encoder.log",
+                                         gpu_id=gpu_id)
     try:
         print(f"\n== training the function classifier ({classifier_steps} steps) ==")
         clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
         clf_overrides = {**training_overrides(clf_train, clf_dev, classifier_steps), **DEMO_CLASSIFIER_SETTINGS}
         classifier = train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
-                                    inputs=[clf_train, clf_dev], retrain=retrain)
+                                    inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id)
         if encoder_job is not None:
             print(f"\n== the sentence encoder ({encoder_steps} steps) ==")
             encoder = encoder_job.wait()
         else:
             print(f"\n== training the sentence encoder ({encoder_steps} steps) ==")
             encoder = train_pipeline(encoder_config, output / "encoder", encoder_overrides,
-                                     inputs=[train_spacy, dev_spacy], retrain=retrain)
+                                     inputs=[train_spacy, dev_spacy], retrain=retrain, gpu_id=gpu_id)
     finally:
         if encoder_job is not None:
             encoder_job.stop()
@@ -403,15 +409,18 @@ def _short(text: str, width: int) -> str:
 
 def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
         classifier_steps: int = DEFAULT_CLASSIFIER_STEPS, encoder_steps: int = DEFAULT_ENCODER_STEPS,
-        retrain: bool = False, parser: str = "en_core_web_sm") -> Dict[str, int]:
+        retrain: bool = False, parser: str = "en_core_web_sm", gpu_id: int = -1) -> Dict[str, int]:
     """Train (or reuse) the two models under ``output``, assemble
     ``output/pipeline``, annotate ``paper`` (default: the GROBID TEI sample of
     the data directory, else the packaged sample paper) and print the dev
-    scores. Inputs and outputs are checked before any work; returns the
-    counts of ``annotate``."""
+    scores. Inputs and outputs (and ``gpu_id``: training, assembly and
+    annotation on that GPU, ``util.use_device``; -1 = CPU) are checked before
+    any work; returns the counts of ``annotate``."""
     from .. import __version__
+    from ..util import use_device
 
     start = time.perf_counter()
+    use_device(gpu_id)
     data = find_data()
     if paper is None:
         paper = data.paper if data.paper is not None else sample_paper()
@@ -424,7 +433,7 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
           f"configs from {config_path(CLASSIFIER_CONFIG).parent}")
 
     classifier, encoder = train_demo_models(
-        data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain)
+        data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain, gpu_id=gpu_id)
     nlp, _ = assemble(parser, [(classifier, CLASSIFIER), (encoder, ENCODER)], phrases=data.phrases)
     save_pipeline(nlp, pipeline_dir)
     print(f"\npipeline {nlp.pipe_names} -> {pipeline_dir}")

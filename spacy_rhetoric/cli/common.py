@@ -9,7 +9,6 @@ from thinc.api import ConfigValidationError
 from wasabi import msg
 
 from ..errors import RhetoricError
-from ..io import disk_full
 
 # Errors that mean "the user gave us something we cannot use": one line, exit 1.
 # RhetoricError is the base of the project's own (PathError, ReaderError,
@@ -26,12 +25,10 @@ def fail(text: str, details: Optional[str] = None) -> None:
 
 @contextmanager
 def guard(what: str = "") -> Iterator[None]:
-    """Turn the user errors raised inside the block (``USER_ERRORS``, a full
-    disk: ``io.disk_full``) into ``fail``; other exceptions propagate with
-    their traceback."""
+    """Turn the user errors raised inside the block (``USER_ERRORS``) into
+    ``fail``; other exceptions propagate with their traceback."""
     try:
-        with disk_full():
-            yield
+        yield
     except USER_ERRORS as err:
         prefix = f"{what}: " if what else ""
         fail(f"{prefix}{err}")
@@ -53,6 +50,8 @@ def non_negative_int(value: int) -> int:
 
 # --gpu-id of the sub-commands that run torch models (as spacy train's): -1 = CPU, N = GPU N.
 GPU_ID_HELP = "GPU id for the torch models (-1 = CPU), as spacy train --gpu-id"
+# --gpu-id of the sub-commands that run a pipeline (util.use_device: spacy.require_gpu before loading it).
+PIPELINE_GPU_HELP = "GPU id for the pipeline and its torch models (-1 = CPU), as spaCy's --gpu-id"
 
 
 def nothing_done(reason: str) -> None:

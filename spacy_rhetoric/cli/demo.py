@@ -10,7 +10,7 @@ import typer
 
 from ..apps.demo import DEFAULT_CLASSIFIER_STEPS, DEFAULT_ENCODER_STEPS
 from . import app
-from .common import guard, nothing_done, positive_int
+from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int
 
 
 @app.command("demo")
@@ -25,12 +25,13 @@ def demo_cli(
                                       help="Training steps of the sentence encoder"),
     retrain: bool = typer.Option(False, "--retrain", help="Train again even if OUTPUT has matching models"),
     parser: str = typer.Option("en_core_web_sm", "--parser", help="Parser pipeline (name or path)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP + "; the models train there too"),
 ) -> None:
-    """Train a small CPU pipeline and annotate a paper with it, section by section."""
+    """Train a small pipeline (on the CPU, or the GPU of --gpu-id) and annotate a paper with it, section by section."""
     from ..apps import demo
 
     with guard("demo"):
         counts = demo.run(paper, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps,
-                          retrain=retrain, parser=parser)
+                          retrain=retrain, parser=parser, gpu_id=gpu_id)
     if not counts["sentences"]:
         nothing_done(f"no sentences found in {paper or 'the sample paper'}")

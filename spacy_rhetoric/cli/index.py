@@ -16,7 +16,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import guard, nothing_done, positive_int
+from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int
 
 
 @app.command("index")
@@ -32,13 +32,16 @@ def index_cli(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, or 'local' "
                                             "for a LocalCluster of --workers processes"),
     workers: int = typer.Option(2, "--workers", callback=positive_int, help="Workers of --scheduler local"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard an unfinished build (damaged, or with other "
                                    "settings) and start again"),
 ) -> None:
     """Encode every sentence of a corpus into a search index."""
     from ..search import build_index
+    from ..util import use_device
 
     with guard("index"):
+        use_device(gpu_id)
         summary = build_index(pipeline, corpus, output, index_type=index_type, part_sentences=part_sentences,
                               batch_size=batch_size, scheduler=scheduler, workers=workers, overwrite=overwrite)
     if summary.get("files_skipped"):

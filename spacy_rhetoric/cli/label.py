@@ -11,7 +11,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import fail, guard, non_negative_int, nothing_done, positive_int, report_skipped
+from .common import PIPELINE_GPU_HELP, fail, guard, non_negative_int, nothing_done, positive_int, report_skipped
 
 
 def default_phrases() -> Path:
@@ -42,7 +42,8 @@ def label_command(
         help="Keep phrases shorter than n whole if they have at least this many tokens "
              "(default: n, i.e. only full n-grams, as in the paper)"),
     parser: str = typer.Option("en_core_web_sm", "--parser", help="English pipeline with tagger, lemmatizer and parser"),
-    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine)"),
+    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine; 1 on a GPU)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     batch_size: int = typer.Option(256, "--batch-size", callback=positive_int, help="Sentences per nlp.pipe batch"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port), or 'local' to start a LocalCluster"),
     workers: int = typer.Option(2, "--workers", callback=positive_int, help="Worker processes of the LocalCluster (--scheduler local)"),
@@ -58,7 +59,10 @@ def label_command(
     write a de-duplicated, by-paper train/validation split. Rerun the same
     command after an interruption to resume."""
     from ..corpus_builder import build_corpus
+    from ..util import use_device
 
+    with guard("label"):
+        use_device(gpu_id)
     if phrases is None:
         phrases = default_phrases()
         if not phrases.exists():

@@ -17,7 +17,7 @@ from wasabi import msg
 
 from ..errors import RhetoricError
 from . import app
-from .common import guard, nothing_done
+from .common import PIPELINE_GPU_HELP, guard, nothing_done
 
 
 def annotated_docs(paper: Path, model: Optional[str]) -> List:
@@ -69,14 +69,17 @@ def render_cli(
     paper: Path = typer.Argument(..., help="Annotated .spacy, or a paper file (with --model)"),
     output: Path = typer.Option(..., "--output", "-o", help="HTML file to write"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Pipeline that annotates PAPER"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     title: Optional[str] = typer.Option(None, "--title", help="Page title (default: paper title or id)"),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
 ) -> None:
     """Render an annotated paper as one self-contained HTML page."""
     from ..apps.render import render_paper
     from ..io import atomic_write_text, check_input, check_outputs, prepare_outputs
+    from ..util import use_device
 
     with guard("render"):
+        use_device(gpu_id)
         check_input(paper, what="paper")
         inputs = [paper] + ([Path(model)] if model and Path(model).exists() else [])
         check_outputs({"output": output}, inputs=inputs, kinds={"output": "html"}, force=force)

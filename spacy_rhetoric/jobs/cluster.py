@@ -42,6 +42,35 @@ def nlp_task(load: Callable[..., Language], n_load_args: int, work: Callable[...
     return work(worker_nlp(load, *args[:n_load_args]), *args[n_load_args:])
 
 
+def load_on_gpu(gpu_id: int, load: Callable[..., Language], *args: Any) -> Language:
+    """``load(*args)`` after ``spacy.require_gpu(gpu_id)``: a worker's
+    pipeline on the GPU the client's runs on (module-level, so it pickles)."""
+    import spacy
+
+    spacy.require_gpu(gpu_id)
+    return load(*args)
+
+
+def on_device(pipeline: PipelineSpec, scheduler: str, workers: int) -> Tuple[PipelineSpec, int]:
+    """The workers' pipeline and the LocalCluster's size for the device the
+    client's pipelines run on (``util.pipeline_gpu``): unchanged on the CPU;
+    on GPU N, every worker loads its pipeline on GPU N
+    (:func:`load_on_gpu`) and a LocalCluster has one worker process (one
+    line says so when more were asked for)."""
+    from ..util import pipeline_gpu
+
+    gpu_id = pipeline_gpu()
+    if gpu_id < 0:
+        return pipeline, workers
+    if scheduler == "local" and workers > 1:
+        from wasabi import msg
+
+        msg.warn(f"--workers {workers}: the pipeline runs on GPU {gpu_id}, in one worker process: using 1")
+        workers = 1
+    load, args = pipeline
+    return (load_on_gpu, (gpu_id, load, *args)), workers
+
+
 def _warm(load: Callable[..., Language], *args: Any) -> bool:
     worker_nlp(load, *args)
     return True
@@ -96,10 +125,12 @@ def dask_tasks(
     ``pipeline = (load, args)``, whose args are sent once as computed (not
     scattered) futures (if the worker holding one dies, the scheduler
     recomputes it instead of losing it); every worker loads the pipeline
-    before the clock starts. ``pending`` items are usually ``InputFile``
+    before the clock starts, on the GPU the client's pipelines use, if any
+    (:func:`on_device`: then a LocalCluster has one worker). ``pending`` items are usually ``InputFile``
     (``task_key`` names a task after its input; the search index passes its
     own parts). Returns the seconds taken."""
     _, _, as_completed = import_distributed()
+    pipeline, workers = on_device(pipeline, scheduler, workers)
     load, load_args = pipeline
     client, cluster = _client(scheduler, workers)
     start: Optional[float] = None

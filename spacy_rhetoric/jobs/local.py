@@ -14,9 +14,18 @@ def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
     """``n_process`` bounded by the CPUs this process may use and by
     ``n_items`` (the units of work, when known), with a warning that says
     so: more processes than either only costs start-up time and memory (and
-    open files: thousands end in "Too many open files")."""
+    open files: thousands end in "Too many open files"). A pipeline on a GPU
+    (``--gpu-id``, ``util.pipeline_gpu``) runs in one process: worker
+    processes cannot share the device's models."""
     import os
 
+    from ..util import pipeline_gpu
+
+    if n_process > 1 and pipeline_gpu() >= 0:
+        from wasabi import msg
+
+        msg.warn(f"--n-process {n_process}: the pipeline runs on GPU {pipeline_gpu()}, in one process: using 1")
+        return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
@@ -51,7 +60,7 @@ def stream_inputs(
     the input's last item is out, so memory is bounded by the inputs in
     flight. ``disable``: components left out (e.g. sentence splitters for
     Docs with preset boundaries). ``n_process`` is bounded by the CPUs and
-    ``max_processes`` (:func:`bounded_processes`)."""
+    ``max_processes``, and is 1 on a GPU (:func:`bounded_processes`)."""
     n_process = bounded_processes(n_process, max_processes)
     in_flight: "OrderedDict[str, Tuple[Any, Any, int, List[Any]]]" = OrderedDict()
 
