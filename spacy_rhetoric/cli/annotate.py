@@ -11,7 +11,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import guard, non_negative_int, nothing_done, positive_int, report_skipped
+from .common import PIPELINE_GPU_HELP, guard, non_negative_int, nothing_done, positive_int, report_skipped
 
 
 def _check_format(value: str) -> str:
@@ -34,7 +34,8 @@ def annotate_command(
     vectors: bool = typer.Option(False, "--vectors", help="Add each sentence's encoder vector to its record"),
     spacy_out: bool = typer.Option(False, "--spacy", help="Also write the annotated Docs to annotations.spacy"),
     jsonl: bool = typer.Option(True, "--jsonl/--no-jsonl", help="Write annotations.jsonl (--no-jsonl: only --spacy)"),
-    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine)"),
+    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine; 1 on a GPU)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     batch_size: int = typer.Option(4, "--batch-size", callback=positive_int, help="Papers per nlp.pipe batch"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:port), or 'local' to start a LocalCluster; workers load PIPELINE from the same path"),
     workers: int = typer.Option(2, "--workers", callback=positive_int, help="Worker processes of the LocalCluster (--scheduler local)"),
@@ -49,8 +50,10 @@ def annotate_command(
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
     from ..apps.annotate import annotate_corpus
+    from ..util import use_device
 
     with guard("annotate"):
+        use_device(gpu_id)
         summary = annotate_corpus(
             pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
             n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,

@@ -9,6 +9,7 @@ from thinc.api import ConfigValidationError
 from wasabi import msg
 
 from ..errors import RhetoricError
+from ..io import disk_full
 
 # Errors that mean "the user gave us something we cannot use": one line, exit 1.
 # RhetoricError is the base of the project's own (PathError, ReaderError,
@@ -25,10 +26,12 @@ def fail(text: str, details: Optional[str] = None) -> None:
 
 @contextmanager
 def guard(what: str = "") -> Iterator[None]:
-    """Turn the user errors raised inside the block (``USER_ERRORS``) into
-    ``fail``; other exceptions propagate with their traceback."""
+    """Turn the user errors raised inside the block (``USER_ERRORS``, a full
+    disk: ``io.disk_full``) into ``fail``; other exceptions propagate with
+    their traceback."""
     try:
-        yield
+        with disk_full():
+            yield
     except USER_ERRORS as err:
         prefix = f"{what}: " if what else ""
         fail(f"{prefix}{err}")
