@@ -237,7 +237,7 @@ def test_grobid_option(shared_data, nlp, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
-    with pytest.raises(ReaderError, match="not reachable"):
+    with pytest.raises(ReaderError, match="refused the connection"):
         read_paper(pdf, nlp, grobid=url)
 
 
@@ -463,3 +463,133 @@ def test_owner_password_forbidding_copying_is_noted_once(tiny_pdf, tmp_path, nlp
     with caplog.at_level(logging.WARNING, logger="spacy_rhetoric.readers.pdf"):
         read_paper(tiny_pdf, nlp)
     assert not [r for r in caplog.records if "forbids copying" in r.getMessage()]
+
+
+# -- GROBID that never answers, drips, or answers too much; the read budget ----------------------
+
+
+class BadGrobid(http.server.BaseHTTPRequestHandler):
+    """A stand-in GROBID that misbehaves as ``self.server.mode`` says, every
+    loop bounded and stopped by ``self.server.stop``."""
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        stop = self.server.stop
+        try:
+            if self.server.mode == "silent":  # accepts, reads, never answers
+                stop.wait(20)
+                return
+            self.send_response(200)
+            if self.server.mode == "drip":  # one byte every 0.2 s: each read is quick, the answer never ends
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                for _ in range(100):
+                    if stop.wait(0.2):
+                        return
+                    self.wfile.write(b"<")
+                    self.wfile.flush()
+            else:  # "huge": 25 MB without a Content-Length (read until the server closes)
+                self.end_headers()
+                for _ in range(25):
+                    self.wfile.write(b"<" * (1 << 20))
+        except OSError:  # the client gave up
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def bad_grobid():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BadGrobid)
+    server.daemon_threads = True
+    server.stop = threading.Event()
+    server.mode = "silent"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.stop.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("mode,timeout,reason", [
+    ("silent", 1.0, r"timed out after 1 s \(--grobid-timeout\)"),
+    ("drip", 1.5, r"timed out after 1.5 s \(--grobid-timeout\)"),
+    ("huge", 30, r"answered more than 20 MB")])
+def test_grobid_deadline_and_size_cap(tiny_pdf, nlp, bad_grobid, mode, timeout, reason):
+    """One deadline per request, answer included (a server that never
+    answers or drips a byte at a time cost 300 s or forever), and a cap on
+    the answer's size; the error says which."""
+    import time
+
+    bad_grobid.mode = mode
+    url = f"http://127.0.0.1:{bad_grobid.server_port}"
+    start = time.monotonic()
+    with pytest.raises(ReaderError, match=re.escape(tiny_pdf.name) + ".*GROBID at .*" + reason):
+        read_paper(tiny_pdf, nlp, grobid=url, grobid_timeout=timeout)
+    assert time.monotonic() - start < timeout + 3
+
+
+def test_grobid_timeout_option_of_convert(tiny_pdf, bad_grobid, tmp_path):
+    """convert --grobid-timeout: the PDF is skipped and the reason shown."""
+    from helpers import cli_text
+    from typer.testing import CliRunner
+
+    import spacy_rhetoric.cli.convert  # noqa: F401  registers the command
+    from spacy_rhetoric.cli import app
+
+    url = f"http://127.0.0.1:{bad_grobid.server_port}"
+    result = CliRunner().invoke(app, ["convert", "pdf", str(tiny_pdf), str(tmp_path / "o.spacy"), "--grobid", url,
+                                      "--grobid-timeout", "0.5"])
+    text = cli_text(result)
+    assert result.exit_code == 1 and "timed out after 0.5 s" in text and "Traceback" not in text, text
+
+
+def slow_pages(monkeypatch, seconds=0.1):
+    """Each PDF page takes ``seconds`` more to lay out."""
+    import time
+
+    from spacy_rhetoric.readers.pdf import structure
+
+    def order_lines(page, _real=structure.order_lines):
+        time.sleep(seconds)
+        return _real(page)
+
+    monkeypatch.setattr(structure, "order_lines", order_lines)
+
+
+def test_read_timeout_skips_and_counts_a_slow_file(tiny_pdf, tmp_path, nlp, monkeypatch, small_pipeline):
+    """A file whose reading runs past --read-timeout is skipped and counted
+    by convert, annotate and index's reader; the others are read."""
+    import json
+
+    from spacy.tokens import DocBin
+    from typer.testing import CliRunner
+
+    import spacy_rhetoric.cli.convert  # noqa: F401  registers the command
+    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.cli import app
+    from spacy_rhetoric.search.sources import iter_corpus
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a_small.pdf").write_bytes(tiny_pdf.read_bytes())  # 2 pages: 0.2 s
+    page = body_lines(72, 700, ["A page of a long paper with one line of text on it."])
+    (folder / "b_long.pdf").write_bytes(make_pdf([page] * 20))  # 20 pages: 2 s
+    slow_pages(monkeypatch)
+    result = CliRunner().invoke(app, ["convert", "pdf", str(folder), str(tmp_path / "o.spacy"),
+                                      "--read-timeout", "1"])
+    assert result.exit_code == 0, result.output
+    assert "b_long.pdf: reading took longer than 1 s" in " ".join(result.output.split())
+    docs = list(DocBin(store_user_data=True).from_disk(tmp_path / "o.spacy").get_docs(nlp.vocab))
+    assert [d._.rhetoric_doc_id for d in docs] == ["a_small"]
+    summary = annotate_corpus(small_pipeline, [folder], tmp_path / "ann", read_timeout=1)
+    assert summary["papers"] == 1 and summary["inputs_skipped"] == 1
+    assert "took longer than 1 s" in summary["skipped"][0]["reason"]
+    assert json.loads((tmp_path / "ann" / "annotations.jsonl").read_text().splitlines()[0])["input"] == "a_small.pdf"
+    stats = ReadStats()
+    assert [p["paper"] for p in iter_corpus([folder], nlp, stats, read_timeout=1)] == ["a_small"]
+    assert stats.skipped == 1 and "took longer" in stats.examples[0]
+    # no limit: both are read
+    assert len(list(read_papers(folder, nlp, read_timeout=0))) == 2

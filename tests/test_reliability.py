@@ -535,3 +535,31 @@ def test_process_long_doc_keeps_what_the_reader_set(model_dir, tmp_path):
         assert ext.get_sent_labels(pieces, field=field) == ext.get_sent_labels(whole, field=field)
     assert all(label is not None for label in ext.get_sent_labels(pieces))
     assert ext.get_doc_value(pieces, ext.DOC_ID) == "p" and ext.get_doc_value(pieces, ext.TITLE) == "T"
+
+
+# -- a sentence without end: the models see bounded sentences --------------------------------------
+
+
+def test_a_paragraph_without_punctuation_gets_bounded_sentences(model_dir, tmp_path):
+    """A 5,000-word paragraph with no full stop (one 5,000-token sentence,
+    where a 1 MB one took 3.5 GB through the demo pipeline) is cut into
+    sentences of at most MAX_SENTENCE_TOKENS tokens, at a comma where one is
+    near; the Doc's text is the paper's, every sentence is annotated."""
+    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.readers.fulltext import MAX_SENTENCE_TOKENS
+
+    words = [f"word{i % 97}" + ("," if i % 200 == 199 else "") for i in range(5000)]
+    text = "We begin with one short sentence. " + " ".join(words)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "long.txt").write_text(text + "\n", encoding="utf8")
+    summary = annotate_corpus(model_dir, [tmp_path / "in"], tmp_path / "out", spacy=True)
+    nlp = spacy.load(model_dir)
+    (doc,) = DocBin().from_disk(tmp_path / "out" / "annotations.spacy").get_docs(nlp.vocab)
+    assert doc.text == text
+    sents = list(doc.sents)
+    assert sents[0].text == "We begin with one short sentence."
+    assert max(len(s) for s in sents) <= MAX_SENTENCE_TOKENS and len(sents) >= 5000 // MAX_SENTENCE_TOKENS
+    assert all(s.text.endswith(",") for s in sents[1:-1])  # cut after a comma of the last 128 tokens
+    assert summary["sentences"] == len(sents)
+    records = [json.loads(line) for line in (tmp_path / "out" / "annotations.jsonl").read_text().splitlines()]
+    assert len(records) == len(sents) and all(r["label"] for r in records)

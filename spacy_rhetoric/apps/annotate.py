@@ -54,8 +54,10 @@ from ..corpus_builder.shards import read_shard, read_shard_header, shard_docs_pa
 from ..extensions import docbin_docs
 from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output, path_text
 from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
+from ..readers.budget import READ_TIMEOUT
 from ..readers.common import ReaderError, sentence_splitters
 from ..readers.papers import EXTENSIONS, FORMATS
+from ..readers.pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 from .records import RECORD_FIELDS, doc_records  # noqa: F401 - RECORD_FIELDS: the records' fields, re-exported
 
 PathLike = Union[str, Path]
@@ -101,18 +103,20 @@ def expected_files(fmt: str) -> str:
 
 
 def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None,
-              grobid: Optional[str] = None) -> List[Doc]:
+              grobid: Optional[str] = None, **reading) -> List[Doc]:
     """The Docs of one input in ``nlp``'s vocab, every sentence start preset.
     ``doc_id``: the paper's id (``readers.papers.paper_ids``; a DocBin's Docs
     without an id get ``<doc_id>:<i>``). ``grobid``: a GROBID server's URL
-    that PDFs are sent to. Raises ReaderError/OSError for an unusable input."""
+    that PDFs are sent to; ``reading``: ``grobid_timeout``, ``read_timeout``
+    of ``readers.papers.read_paper``. Raises ReaderError/OSError for an
+    unusable input (a paper past its read timeout too)."""
     from ..readers.fulltext import sentence_splitter
     from ..readers.papers import read_paper
 
     if doc_id is None:
         doc_id = inp.path.stem
     if inp.kind != "spacy":
-        return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id, grobid=grobid)]
+        return [read_paper(inp.path, nlp, fmt=inp.kind, doc_id=doc_id, grobid=grobid, **reading)]
     doc_id = doc_id[:-len(".spacy")] if doc_id.lower().endswith(".spacy") else doc_id
     try:
         docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(inp.path), nlp.vocab))
@@ -130,10 +134,11 @@ def read_docs(inp: InputFile, nlp: Language, doc_id: Optional[str] = None,
 
 
 def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress: Any,
-          doc_id: Optional[str] = None, grobid: Optional[str] = None) -> Optional[List[Doc]]:
+          doc_id: Optional[str] = None, grobid: Optional[str] = None,
+          reading: Optional[Dict[str, Any]] = None) -> Optional[List[Doc]]:
     """``read_docs``, or None with the reason recorded (skip and count)."""
     try:
-        return read_docs(inp, nlp, doc_id, grobid)
+        return read_docs(inp, nlp, doc_id, grobid, **(reading or {}))
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         where = path_text(inp.path)
         reason = str(err) if where in str(err) else f"{where}: {type(err).__name__}: {err}"
@@ -305,6 +310,8 @@ def annotate_corpus(
     on_shard: OnShard = None,
     force: bool = False,
     grobid: Optional[str] = None,
+    grobid_timeout: float = GROBID_TIMEOUT,
+    read_timeout: Optional[float] = READ_TIMEOUT,
 ) -> Dict[str, Any]:
     """Annotate the papers under ``inputs`` with ``pipeline`` into
     ``output_dir`` (``annotations.jsonl`` unless ``jsonl=False``,
@@ -314,7 +321,9 @@ def annotate_corpus(
     (a Dask LocalCluster of ``workers`` processes) or a scheduler address;
     Dask workers load the pipeline from the same path. ``on_shard(input,
     header)`` is called after each shard is written. ``grobid``: a GROBID
-    server's URL that PDFs are sent to (their TEI is read). Raises
+    server's URL that PDFs are sent to (their TEI is read), ``grobid_timeout``
+    seconds a request; ``read_timeout``: seconds one paper file may take to
+    read, else it is skipped and counted (``readers.budget``). Raises
     ``CorpusBuildError`` when no input is usable (an output directory this
     run made is then removed). ``force``: replace annotation files in
     ``output_dir`` that no build wrote. Returns the summary."""
@@ -334,6 +343,7 @@ def annotate_corpus(
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
     if grobid:
         config["grobid"] = grobid
+    reading = {"grobid_timeout": grobid_timeout, "read_timeout": read_timeout}  # not part of the build's identity
     created = not out_dir.exists()
     with lock_build(out_dir):  # one run at a time on an output folder
         shard_dir = prepare_output_dir(out_dir, config, overwrite)
@@ -361,7 +371,7 @@ def annotate_corpus(
                 seconds = dask_tasks(
                     scheduler, workers, pending,
                     pipeline=(load_pipeline, (settings.pipeline, settings.code)),
-                    read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid),
+                    read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid, reading),
                     work=annotate_docbin,
                     work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
                     finish=finish, name="annotate",
@@ -370,7 +380,7 @@ def annotate_corpus(
                 from ..long_docs import process_long_doc
 
                 def read(inp: InputFile):
-                    docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid)
+                    docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid, reading)
                     if docs is None:
                         return None
                     # a paper longer than nlp.max_length is annotated here, in pieces (long_docs)

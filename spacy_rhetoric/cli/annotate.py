@@ -10,6 +10,8 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
+from ..readers.budget import READ_TIMEOUT
+from ..readers.pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 from . import app
 from .common import PIPELINE_GPU_HELP, guard, non_negative_int, nothing_done, positive_int, report_skipped
 
@@ -46,6 +48,12 @@ def annotate_command(
     grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
                                          help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read its "
                                               "TEI; without it (the default) PDFs are read directly"),
+    grobid_timeout: float = typer.Option(GROBID_TIMEOUT, "--grobid-timeout", min=0.001, metavar="SECONDS",
+                                         help="Seconds one GROBID request may take in all, answer included "
+                                              "(a PDF whose request runs past it is skipped and counted)"),
+    read_timeout: float = typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
+                                       help="Seconds reading one paper file may take (a pathological file past "
+                                            "it is skipped and counted); 0 = no limit"),
 ) -> None:
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
@@ -58,6 +66,7 @@ def annotate_command(
             pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
             n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,
             overwrite=overwrite, show_progress=True, force=force, grobid=grobid,
+            grobid_timeout=grobid_timeout, read_timeout=read_timeout,
         )
     if not summary["sentences"]:
         nothing_done(f"the {summary['papers']} papers read hold no sentences")

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 from wasabi import msg
 
+from ..readers.budget import READ_TIMEOUT
 from ..readers.convert import (  # noqa: F401 - re-exported (the library side is readers/convert.py)
     DIRECTORY_FORMATS,
     FORMATS,
@@ -16,6 +17,7 @@ from ..readers.convert import (  # noqa: F401 - re-exported (the library side is
     convert_corpus,
     get_reader,
 )
+from ..readers.pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 from . import app
 from .common import guard, non_negative_int, nothing_done
 
@@ -46,12 +48,19 @@ def convert_cli(
     grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
                                          help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read "
                                               "its TEI; without it PDFs are read directly"),
+    grobid_timeout: float = typer.Option(GROBID_TIMEOUT, "--grobid-timeout", min=0.001, metavar="SECONDS",
+                                         help="Seconds one GROBID request may take in all, answer included "
+                                              "(a PDF whose request runs past it is skipped and counted)"),
+    read_timeout: float = typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
+                                       help="Seconds reading one paper file may take (a pathological file past "
+                                            "it is skipped and counted); 0 = no limit"),
 ) -> None:
     """Convert a corpus to a .spacy DocBin with gold sentence boundaries and labels."""
     with guard("convert"):
         try:
             stats = convert_corpus(fmt, input_path, output_path, lang=lang, limit=limit, errors=errors,
-                                   progress=True, force=force, grobid=grobid)
+                                   progress=True, force=force, grobid=grobid, grobid_timeout=grobid_timeout,
+                                   read_timeout=read_timeout)
         except NothingConverted as err:
             nothing_done(str(err))
     msg.info(f"Records read: {stats.read}")

@@ -15,6 +15,7 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
+from ..readers.budget import READ_TIMEOUT
 from . import app
 from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int
 
@@ -35,6 +36,9 @@ def index_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard an unfinished build (damaged, or with other "
                                    "settings) and start again"),
+    read_timeout: float = typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
+                                       help="Seconds reading one paper file may take (a pathological file past "
+                                            "it is skipped and counted); 0 = no limit"),
 ) -> None:
     """Encode every sentence of a corpus into a search index."""
     from ..search import build_index
@@ -43,7 +47,8 @@ def index_cli(
     with guard("index"):
         use_device(gpu_id)
         summary = build_index(pipeline, corpus, output, index_type=index_type, part_sentences=part_sentences,
-                              batch_size=batch_size, scheduler=scheduler, workers=workers, overwrite=overwrite)
+                              batch_size=batch_size, scheduler=scheduler, workers=workers, overwrite=overwrite,
+                              read_timeout=read_timeout)
     if summary.get("files_skipped"):
         msg.warn(f"{summary['files_skipped']} input record(s) skipped", "\n".join(summary["skipped"]))
     if not summary.get("finished"):

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from ..errors import RhetoricError
+from .budget import READ_TIMEOUT
+from .pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 
 FORMATS: Dict[str, str] = {
     "csabstruct": "CSAbstruct .jsonl, one Doc per abstract",
@@ -33,11 +35,13 @@ PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf", "auto")  # readers.paper
 FILE_OR_FOLDER_FORMATS = PAPER_FORMATS + ("coresc",)
 
 
-def get_reader(fmt: str, grobid: Optional[str] = None) -> Callable:
+def get_reader(fmt: str, grobid: Optional[str] = None, **reading) -> Callable:
+    """The reader of ``fmt``; a paper format's takes ``grobid`` and
+    ``reading`` (``grobid_timeout``, ``read_timeout``: ``papers.read_papers``)."""
     if fmt in PAPER_FORMATS:
         from .papers import read_papers
 
-        return partial(read_papers, fmt=fmt, grobid=grobid)
+        return partial(read_papers, fmt=fmt, grobid=grobid, **reading)
     from .citation_intent import read_citation_intent
     from .clscisumm import read_reference_docs
     from .coresc import read_coresc
@@ -63,13 +67,16 @@ class NothingConverted(RhetoricError):
 
 def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str = "en",
                    limit: int = 0, errors: str = "skip", progress: bool = False, force: bool = False,
-                   grobid: Optional[str] = None):
+                   grobid: Optional[str] = None, grobid_timeout: float = GROBID_TIMEOUT,
+                   read_timeout: Optional[float] = READ_TIMEOUT):
     """Convert ``input_path`` and write ``output_path`` (atomically); returns
     the ReadStats. Paths are checked first (``io.check_input``/``check_output``:
     PathError); :class:`NothingConverted` when no record was usable (the output
     is then left as it was). An existing output that is not a DocBin is
     replaced only with ``force``. ``grobid``: a GROBID server's URL that PDFs
-    are sent to (paper formats only)."""
+    are sent to, ``grobid_timeout`` seconds a request; ``read_timeout``:
+    seconds one paper file may take to read, else it is skipped and counted
+    (paper formats only)."""
     import spacy
     from spacy.tokens import DocBin
     from tqdm import tqdm
@@ -89,7 +96,8 @@ def convert_corpus(fmt: str, input_path: Path, output_path: Path, *, lang: str =
     nlp = spacy.blank(lang)
     stats = ReadStats(name=f"{fmt} {input_path}")
     docbin = DocBin(store_user_data=True)
-    docs = get_reader(fmt, grobid)(input_path, nlp, limit=limit, errors=errors, stats=stats)
+    reading = {"grobid_timeout": grobid_timeout, "read_timeout": read_timeout} if fmt in PAPER_FORMATS else {}
+    docs = get_reader(fmt, grobid, **reading)(input_path, nlp, limit=limit, errors=errors, stats=stats)
     # disable=None: shown on a terminal only (stderr), never in captured output.
     for doc in tqdm(docs, desc=f"convert {fmt}", unit="doc", disable=None if progress else True):
         docbin.add(doc)

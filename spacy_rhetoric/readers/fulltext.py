@@ -14,7 +14,10 @@ spans and, where the source has them (GROBID ``<s>``), gold sentence spans.
   trained ``senter`` of ``en_core_web_sm``) fills in the rest, never
   starting a sentence inside a citation span or after an abbreviation such
   as "Fig." or "et al." (:data:`ABBREVIATIONS`). ``doc.sents`` works without a
-  parser;
+  parser. A sentence longer than :data:`MAX_SENTENCE_TOKENS` tokens (a
+  paragraph without punctuation) is cut into sentences of at most that many
+  (:func:`bound_sentences`), so no model sees an unbounded sentence; the
+  Doc's text stays the paper's;
 * per sentence, through :mod:`spacy_rhetoric.extensions`: ``HEADING`` (raw
   heading text with its number, e.g. ``"4.1 Experimental Results"``;
   ``"Abstract"``; nothing for text before the first heading) and
@@ -40,6 +43,7 @@ from .. import extensions
 from ..errors import RhetoricError
 from ..io import path_text
 from ..long_docs import make_doc
+from .budget import check_budget
 from .common import ReaderError
 
 ABSTRACT = "Abstract"
@@ -231,7 +235,8 @@ _SPLITTER_CACHE: Dict[str, Callable[[Doc], None]] = {}
 
 def sentence_splitter(name: str = "sentencizer") -> Callable[[Doc], None]:
     """A callable that fills in the unset sentence starts of a Doc (preset
-    starts are kept: ``overwrite=False``). ``"sentencizer"``: spaCy's
+    starts are kept: ``overwrite=False``), then cuts over-long sentences
+    (:func:`bound_sentences`). ``"sentencizer"``: spaCy's
     punctuation rules; ``"senter"``: the trained sentence recognizer of
     ``en_core_web_sm`` (``util.load_parser``), run on a copy of the tokens
     in its own vocab."""
@@ -245,6 +250,7 @@ def sentence_splitter(name: str = "sentencizer") -> Callable[[Doc], None]:
 
             def split(doc: Doc) -> None:
                 sentencizer(doc)
+                bound_sentences(doc)
         else:
             from ..util import load_parser
 
@@ -260,8 +266,44 @@ def sentence_splitter(name: str = "sentencizer") -> Callable[[Doc], None]:
                 copy = senter(copy)
                 for token, other in zip(doc, copy):
                     token.is_sent_start = other.is_sent_start
+                bound_sentences(doc)
         _SPLITTER_CACHE[name] = split
     return _SPLITTER_CACHE[name]
+
+
+MAX_SENTENCE_TOKENS = 256  # no sentence of a paper is longer; the models cost grows with it (a 1 MB one: 3.5 GB)
+_SOFT_ENDS = frozenset(",;:")
+
+
+def bound_sentences(doc: Doc, max_tokens: int = MAX_SENTENCE_TOKENS) -> int:
+    """Cut every sentence of ``doc`` longer than ``max_tokens`` tokens into
+    sentences of at most that many: after the last comma, semicolon or colon
+    of the second half of each piece, else after ``max_tokens`` tokens (never
+    before a whitespace token); linear in the length of the Doc, its text
+    unchanged. A parsed Doc (whose sentences its parse fixes) is left as it
+    is. Returns how many sentence starts were added."""
+    if not len(doc) or doc.has_annotation("DEP") or not doc.has_annotation("SENT_START"):
+        return 0
+    from spacy.attrs import SENT_START
+
+    cuts: List[int] = []
+    start = 0
+    for end in [sent.end for sent in doc.sents]:
+        while end - start > max_tokens:
+            limit = start + max_tokens
+            cut = next((j for j in range(limit, start + max_tokens // 2, -1) if doc[j - 1].text in _SOFT_ENDS), limit)
+            while cut < end and doc[cut].is_space:
+                cut += 1
+            if cut >= end:
+                break
+            cuts.append(cut)
+            start = cut
+        start = end
+    if cuts:  # in one go (token.is_sent_start = True scans the whole Doc each time)
+        values = doc.to_array([SENT_START])
+        values[cuts] = 1
+        doc.from_array([SENT_START], values)
+    return len(cuts)
 
 
 # Abbreviations a sentence does not end with in papers ("see Fig. 2", "cf. Table 1",
@@ -310,6 +352,7 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
     cites: List[Tuple[int, int, str]] = []
     index = 0
     for para in paper.paragraphs:
+        check_budget()
         pdoc = make_doc(nlp, para.text)  # any length (long_docs)
         if not len(pdoc) or not para.text.strip():
             continue
@@ -343,6 +386,7 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
     if any(s is None for s in starts):
         sentence_splitter(splitter)(doc)
         unsplit_abbreviations(doc, [i for i, s in enumerate(starts) if s is None])
+    bound_sentences(doc)  # gold or preset sentences too
     sents = list(doc.sents) if len(doc) else []
     headings: List[Optional[str]] = []
     paragraphs: List[int] = []

@@ -22,12 +22,19 @@ format, used by ``spacy-rhetoric convert`` and the registered
   (``Reference_XML/*.xml``) are read.
 
 With ``grobid`` (a GROBID server's URL), a PDF is sent to the server and
-its TEI read by the TEI reader (``pdf.grobid``) instead of the PDF reader.
+its TEI read by the TEI reader (``pdf.grobid``) instead of the PDF reader;
+``grobid_timeout`` bounds each request, answer included.
+
+Reading one file has a time budget, ``read_timeout`` seconds
+(``readers.budget``; default :data:`~spacy_rhetoric.readers.budget.READ_TIMEOUT`,
+0: none): a file past it is a ReaderError like any unusable file, skipped and
+counted by :func:`read_papers` (a pathological PDF never stalls a batch).
 
 One module per format: ``tei``, ``jats``, ``s2orc``, ``text``, ``pdf``
 (``clscisumm`` reference papers are read by ``clscisumm``, with their
 headings as ``HEADING`` too).
 """
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -37,10 +44,12 @@ from spacy.tokens import Doc
 from .. import extensions
 from ..errors import RhetoricError
 from ..io import path_text
+from .budget import READ_TIMEOUT, read_budget
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
 from .fulltext import CITATIONS_KEY, Paper, doc_id_from_path, paper_doc, xml_root_name
 from .jats import parse_jats
 from .pdf import is_pdf, parse_pdf
+from .pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 from .s2orc import S2ORC_KEYS, load_json, parse_s2orc
 from .tei import parse_tei
 from .text import WIDE, bom_encoding, parse_text
@@ -184,29 +193,34 @@ def same_name_papers(ids: Dict[str, str]) -> int:
 
 
 def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: str = "sentencizer",
-               doc_id: Optional[str] = None, grobid: Optional[str] = None) -> Doc:
+               doc_id: Optional[str] = None, grobid: Optional[str] = None, grobid_timeout: float = GROBID_TIMEOUT,
+               read_timeout: Optional[float] = READ_TIMEOUT) -> Doc:
     """One file as one Doc (a ReaderError naming the file if it is not
     usable). ``doc_id``: the paper's id (default: the file name without
     extension; a CL-SciSumm paper keeps the id its XML gives). ``grobid``: a
-    GROBID server's URL that PDFs are sent to."""
+    GROBID server's URL that PDFs are sent to, ``grobid_timeout`` seconds a
+    request. ``read_timeout``: seconds the reading may take (the module
+    docstring)."""
     path = Path(path)
     if fmt == "auto":
         fmt = detect_format(path)
-    if fmt == "clscisumm":
-        return _clscisumm_doc(path, nlp)
-    if fmt not in PARSERS:
+    if fmt not in PARSERS and fmt != "clscisumm":
         raise RhetoricError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
+    parse = PARSERS.get(fmt)
     if fmt == "pdf" and grobid:
-        from .pdf.grobid import parse_pdf_with_grobid
+        from .pdf.grobid import grobid_tei, parse_grobid_tei
 
-        paper = parse_pdf_with_grobid(path, grobid)
-    else:
-        paper = PARSERS[fmt](path)
-    if not any(p.text for p in paper.paragraphs):
-        raise ReaderError(path, None, f"no text found ({fmt})")
-    if doc_id is not None:
-        paper.doc_id = doc_id
-    return paper_doc(nlp, paper, splitter=splitter)
+        tei = grobid_tei(path, grobid, timeout=grobid_timeout)  # not part of the read budget
+        parse = partial(parse_grobid_tei, tei=tei, url=grobid)
+    with read_budget(path, read_timeout):
+        if fmt == "clscisumm":
+            return _clscisumm_doc(path, nlp)
+        paper = parse(path)
+        if not any(p.text for p in paper.paragraphs):
+            raise ReaderError(path, None, f"no text found ({fmt})")
+        if doc_id is not None:
+            paper.doc_id = doc_id
+        return paper_doc(nlp, paper, splitter=splitter)
 
 
 def _clscisumm_doc(path: Path, nlp: Language) -> Doc:
@@ -239,14 +253,16 @@ def read_papers(
     errors: str = "skip",
     stats: Optional[ReadStats] = None,
     grobid: Optional[str] = None,
+    grobid_timeout: float = GROBID_TIMEOUT,
+    read_timeout: Optional[float] = READ_TIMEOUT,
 ) -> Iterator[Doc]:
     """Yield one Doc per paper file under ``paths`` (files or folders).
     ``fmt``: ``"auto"`` (:func:`detect_format` per file) or one of
     :data:`FORMATS`; ``splitter``: ``"sentencizer"`` or ``"senter"`` for
     text without gold sentences; ``limit`` > 0 stops after that many Docs.
     A file that cannot be read raises a ReaderError naming it
-    (``errors="raise"``) or is skipped and counted in ``stats``. ``grobid``:
-    see :func:`read_paper`."""
+    (``errors="raise"``) or is skipped and counted in ``stats``. ``grobid``,
+    ``grobid_timeout``, ``read_timeout``: see :func:`read_paper`."""
     check_errors_mode(errors)
     if fmt != "auto" and fmt not in FORMATS:
         raise RhetoricError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
@@ -262,7 +278,8 @@ def read_papers(
             return
         stats.read += 1
         try:
-            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, doc_id=ids[key], grobid=grobid)
+            doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, doc_id=ids[key], grobid=grobid,
+                             grobid_timeout=grobid_timeout, read_timeout=read_timeout)
         except ReaderError as err:
             handle(err, errors, stats)
             continue

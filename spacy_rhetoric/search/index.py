@@ -174,9 +174,12 @@ def build_index(
     progress: bool = True,
     stop_after_parts: Optional[int] = None,
     seed: int = 0,
+    read_timeout: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Encode every sentence of ``corpus`` with the pipeline ``model`` into an
     index at ``index_path`` (see the module docstring); returns a summary.
+    ``read_timeout``: seconds one paper file may take to read, else it is
+    skipped and counted (None: ``readers.budget.READ_TIMEOUT``).
     ``stop_after_parts`` stops after that many newly encoded parts, leaving
     the work directory for a rerun (tests, time-boxed runs)."""
     from tqdm import tqdm
@@ -207,7 +210,7 @@ def build_index(
         n_new = 0
         bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
         encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
-        parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats), part_sentences)))
+        parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats, read_timeout), part_sentences)))
         try:
             if scheduler:
                 n_new = _run_dask(scheduler, workers, settings["pipeline"], batch_size, parts, done, work, con, bar,

@@ -74,13 +74,16 @@ def _jsonl_papers(path: Path, stats, key: str = "") -> Iterator[Dict[str, Any]]:
         yield current
 
 
-def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Dict[str, Any]]:
+def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None,
+                read_timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
     """Plain paper records (``paper``, ``input``, ``sentences``) from
     ``.spacy``, label ``.jsonl`` and paper files (``readers.papers.read_paper``,
     any format it detects). ``input`` is the file's key (its path relative to
     the folder given); a paper file's id is unique in the corpus
     (``readers.papers.paper_ids``). Unreadable files and records are skipped
-    and counted in ``stats`` (a ``readers.common.ReadStats``)."""
+    and counted in ``stats`` (a ``readers.common.ReadStats``), a paper file
+    whose reading takes longer than ``read_timeout`` seconds too (None: the
+    default of ``readers.budget``)."""
     from spacy.tokens import DocBin
 
     from ..readers.common import ReaderError, ReadStats
@@ -103,7 +106,8 @@ def iter_corpus(paths: Iterable[PathLike], vocab_nlp, stats=None) -> Iterator[Di
                         raise ReaderError(path, None, f"cannot read as a .spacy DocBin: {err}") from err
                     papers = [doc_paper(d, f"{path_text(path.stem)}:{i}", key) for i, d in enumerate(docs) if len(d)]
                 else:
-                    papers = [doc_paper(read_paper(path, vocab_nlp, doc_id=ids[key]), ids[key], key)]
+                    timeout = {} if read_timeout is None else {"read_timeout": read_timeout}
+                    papers = [doc_paper(read_paper(path, vocab_nlp, doc_id=ids[key], **timeout), ids[key], key)]
                 stats.used += 1
         except ReaderError as err:
             stats.skip(err)

@@ -3,27 +3,68 @@
 REST API) and the TEI it answers is read by the TEI reader. GROBID is
 optional: without ``--grobid`` PDFs are read by ``readers.pdf``.
 
-A server that cannot be reached, answers with an error status or with
-something that is not TEI is a ReaderError naming the file and the URL.
+Every request has one deadline, ``timeout`` seconds (``--grobid-timeout``)
+for connecting, sending and the whole answer: a watchdog shuts the socket
+at the deadline, so a server that accepts and never answers, or answers a
+byte at a time, costs at most that long (a socket timeout alone bounds each
+read, not the answer). An answer is read up to :data:`MAX_TEI_BYTES`. A
+server that refuses the connection, cannot be reached, runs past the
+deadline, answers with an error status, with too much, or with something
+that is not TEI is a ReaderError naming the file, the URL and what happened.
 """
+import http.client
+import socket
 import tempfile
-import urllib.error
-import urllib.request
+import threading
+import time
+import urllib.parse
 import uuid
 from pathlib import Path
+from typing import Optional
 
 from ..common import ReaderError
 from ..fulltext import Paper
 
 ENDPOINT = "api/processFulltextDocument"
-TIMEOUT = 300  # seconds; GROBID takes a few seconds a paper
+TIMEOUT = 300.0  # seconds for one paper, answer included; GROBID takes a few seconds a paper
+MAX_TEI_BYTES = 20 * 1024 * 1024  # a long paper's TEI is under 2 MB
+_CHUNK = 1 << 16
 
 
-def grobid_tei(path: Path, url: str, *, timeout: float = TIMEOUT) -> bytes:
-    """The TEI GROBID answers for the PDF at ``path``."""
-    path = Path(path)
-    boundary = uuid.uuid4().hex
-    body = b"".join([
+class _Deadline:
+    """Shuts the connection's socket when the deadline passes (a blocked
+    connect, send or read then returns at once)."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float):
+        self.conn = conn
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        self.timer = threading.Timer(seconds, self._expire)
+        self.timer.daemon = True
+
+    def _expire(self) -> None:
+        self.expired = True
+        sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def left(self) -> float:
+        return max(0.001, self.end - time.monotonic())
+
+    def __enter__(self) -> "_Deadline":
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.cancel()
+        self.conn.close()
+
+
+def _body(path: Path, boundary: str) -> bytes:
+    return b"".join([
         f"--{boundary}\r\n".encode(),
         f'Content-Disposition: form-data; name="input"; filename="{path.name}"\r\n'.encode(),
         b"Content-Type: application/pdf\r\n\r\n",
@@ -32,23 +73,75 @@ def grobid_tei(path: Path, url: str, *, timeout: float = TIMEOUT) -> bytes:
         b'Content-Disposition: form-data; name="consolidateHeader"\r\n\r\n0',
         f"\r\n--{boundary}--\r\n".encode(),
     ])
+
+
+def _connection(endpoint: str, timeout: float) -> http.client.HTTPConnection:
+    parts = urllib.parse.urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {endpoint!r}")
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    return cls(parts.hostname, parts.port, timeout=timeout)
+
+
+def _read_answer(response: http.client.HTTPResponse, deadline: _Deadline, max_bytes: int) -> Optional[bytes]:
+    """The body, or None when it is longer than ``max_bytes``."""
+    length = response.getheader("Content-Length")
+    if length and length.isdigit() and int(length) > max_bytes:
+        return None
+    chunks, size = [], 0
+    while True:
+        chunk = response.read1(_CHUNK)
+        if not chunk or deadline.expired:
+            break
+        size += len(chunk)
+        if size > max_bytes:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def grobid_tei(path: Path, url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_TEI_BYTES) -> bytes:
+    """The TEI GROBID answers for the PDF at ``path``, within ``timeout``
+    seconds in all (see the module docstring)."""
+    path = Path(path)
     endpoint = url.rstrip("/") + "/" + ENDPOINT
-    request = urllib.request.Request(endpoint, data=body, method="POST", headers={
-        "Content-Type": f"multipart/form-data; boundary={boundary}", "Accept": "application/xml"})
+    where = f"GROBID at {endpoint}"
+    if not timeout or timeout <= 0:
+        raise ReaderError(path, None, f"the GROBID timeout must be more than 0 seconds, got {timeout}")
+    boundary = uuid.uuid4().hex
+    body = _body(path, boundary)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.read()
-    except urllib.error.HTTPError as exc:
-        raise ReaderError(path, None, f"GROBID at {endpoint} answered HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ReaderError(path, None, f"GROBID at {endpoint} not reachable: {reason}") from None
+        conn = _connection(endpoint, timeout)
+    except ValueError as exc:
+        raise ReaderError(path, None, f"{where}: {exc}") from None
+    target = urllib.parse.urlsplit(endpoint)
+    target = target.path + (f"?{target.query}" if target.query else "")
+    with _Deadline(conn, timeout) as deadline:
+        try:
+            conn.request("POST", target, body=body, headers={
+                "Content-Type": f"multipart/form-data; boundary={boundary}", "Accept": "application/xml"})
+            response = conn.getresponse()
+            if response.status >= 400:
+                raise ReaderError(path, None, f"{where} answered HTTP {response.status} {response.reason}")
+            tei = _read_answer(response, deadline, max_bytes)
+        except ConnectionRefusedError:
+            raise ReaderError(path, None, f"{where} refused the connection (is the server running?)") from None
+        except (OSError, http.client.HTTPException) as exc:
+            if deadline.expired or isinstance(exc, (socket.timeout, TimeoutError)):
+                raise ReaderError(path, None, f"{where} timed out after {timeout:g} s (--grobid-timeout)") from None
+            raise ReaderError(path, None, f"{where} not reachable: {exc or type(exc).__name__}") from None
+        if deadline.expired:
+            raise ReaderError(path, None, f"{where} timed out after {timeout:g} s (--grobid-timeout)")
+        if tei is None:
+            raise ReaderError(path, None, f"{where} answered more than {max_bytes / 2 ** 20:g} MB (no paper's TEI is "
+                                          "that large)")
+    return tei
 
 
-def parse_pdf_with_grobid(path: Path, url: str) -> Paper:
+def parse_grobid_tei(path: Path, tei: bytes, url: str) -> Paper:
+    """The paper of GROBID's TEI answer for the PDF at ``path``."""
     from ..tei import parse_tei
 
-    tei = grobid_tei(path, url)
     with tempfile.TemporaryDirectory(prefix="grobid-") as tmp:
         tei_path = Path(tmp) / (Path(path).stem + ".tei.xml")
         tei_path.write_bytes(tei)
@@ -57,3 +150,7 @@ def parse_pdf_with_grobid(path: Path, url: str) -> Paper:
         except ReaderError as exc:
             raise ReaderError(path, None, f"GROBID at {url} answered no usable TEI: {exc.reason}") from None
     return paper
+
+
+def parse_pdf_with_grobid(path: Path, url: str, *, timeout: float = TIMEOUT) -> Paper:
+    return parse_grobid_tei(path, grobid_tei(path, url, timeout=timeout), url)
