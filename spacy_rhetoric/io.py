@@ -18,7 +18,9 @@ One place for the rules the project keeps with user files:
   when complete (``atomic_path``), so an interrupted run never leaves a
   half-written file under the real name and never destroys the previous one;
   the temporary files of a run that was killed (``.tmp-NAME.PID``, ``.old-NAME.PID``
-  whose process is gone) are removed by the next one (``remove_stale_temps``);
+  whose process is gone) are removed by the next one (``remove_stale_temps``,
+  called where a command starts: ``prepare_outputs``, a build's output folder,
+  an index), never on every write (a folder of many shards is not rescanned);
 - a full disk is one line naming the file being written (``DiskFullError``,
   ``disk_full``), not a traceback;
 - two runs never write one output at once: a build takes ``output_lock`` on
@@ -203,8 +205,9 @@ def prepare_outputs(outputs: Mapping[str, Optional[PathLike]]) -> None:
     """Create the parent directory of each output and write (and remove) a
     probe file there, so that an output which cannot be written fails before
     the work starts: ``check_output`` reads permission bits, which root
-    bypasses and which say nothing about e.g. ``/proc``. Call it after
-    ``check_outputs``; None values are left out."""
+    bypasses and which say nothing about e.g. ``/proc``. The temporary files
+    of each output that killed runs left are removed (``remove_stale_temps``).
+    Call it after ``check_outputs``; None values are left out."""
     for what, path in outputs.items():
         if path is None:
             continue
@@ -215,6 +218,7 @@ def prepare_outputs(outputs: Mapping[str, Optional[PathLike]]) -> None:
                 pass
         except OSError as err:
             raise PathError(f"cannot write {what} {path}: {err.strerror or err}") from err
+        remove_stale_temps(parent, Path(path).name)
 
 
 class DiskFullError(PathError):
@@ -327,8 +331,11 @@ def output_lock(lock_file: PathLike, what: str) -> Iterator[None]:
             pass
         os.close(fd)
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode("ascii"))
+        try:  # the holder's pid, for the message of a second run (not needed: a full disk is fine)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode("ascii"))
+        except OSError:
+            pass
         yield
     finally:
         try:
@@ -347,15 +354,13 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` on success.
 
     On an exception the temporary file is removed and ``path`` is untouched;
-    a full disk is a :class:`DiskFullError` naming ``path``. The temporary
-    files of ``path`` that killed runs left are removed first. Parent
+    a full disk is a :class:`DiskFullError` naming ``path``. Parent
     directories are created. A ``path`` that is a device, FIFO or socket is
     never replaced (``PathError``, checked before and after the work).
     """
     p = Path(path)
     check_not_special(p)
     p.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(p.parent, p.name)
     tmp = _tmp_name(p)
     try:
         with disk_full(p):
@@ -414,7 +419,6 @@ def atomic_dir(path: PathLike) -> Iterator[Path]:
     p = Path(path)
     check_not_special(p)
     p.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(p.parent, p.name)
     tmp = p.with_name(f".tmp-{p.name}.{os.getpid()}")
     old = p.with_name(f".old-{p.name}.{os.getpid()}")
     try:
