@@ -1,6 +1,6 @@
 """Refit the closed-form members of saved full-paper classifiers
 (``FullPaperSentenceClassifier.v4``: the blocks under ``[model.members]``,
-``ml/fitted.py``, ``ml/finetuned.py``) with other settings, keeping the
+``ml/tfidf_member.py``, ``ml/finetuned.py``) with other settings, keeping the
 trained network as it is.
 
 The fitted members take no part in training (the network's loss, its random

@@ -4,7 +4,7 @@ The one place that turns a fitted ``TfidfVectorizer`` and
 ``LogisticRegression`` into JSON/msgpack-able values and back (no pickle: a
 saved pipeline is a file a user can hand us). Used by the section tagger's
 heading classifier (``section_headings.HeadingClassifier``) and by the
-closed-form members of the full-paper classifier (``ml/fitted.py``).
+closed-form members of the full-paper classifier (``ml/tfidf_member.py``).
 
 Only what prediction needs is kept: the vectorizer's options, vocabulary (in
 column order) and idf; the classifier's classes, coefficients and

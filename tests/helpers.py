@@ -170,7 +170,7 @@ MULMS_RECORD = {
 }
 
 
-# A tiny full paper for the members of the full-paper mixture (ml/fitted.py,
+# A tiny full paper for the members of the full-paper mixture (ml/members.py,
 # ml/finetuned.py): (text, section, heading, label) per sentence.
 PAPER_LABELS = ["background", "method", "result"]
 PAPER = [("Parsing is an old task.", "introduction", "1 Introduction", "background"),

@@ -8,7 +8,7 @@ from thinc.api import Model, NumpyOps
 
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.ml.experts import SCOPES, experts, mixture_weights, scope_rows
-from spacy_rhetoric.ml.fitted import FITTED
+from spacy_rhetoric.ml.members import MemberShim, fitted_member
 from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
 
@@ -26,9 +26,21 @@ def constant(probs, name, **attrs):
     return Model(name, forward, dims={"nO": len(probs)}, attrs=dict(attrs))
 
 
+class ConstantShim(MemberShim):
+    """A fitted member's shim that predicts ``probs`` and counts its runs."""
+
+    def __init__(self, probs):
+        super().__init__(model=True, config={"labels": ["a", "b"]})
+        self.probs, self.runs = probs, 0
+
+    def predict(self, member, X, texts, context):
+        self.runs += 1
+        return numpy.tile(numpy.asarray(self.probs, dtype="f"), (len(texts), 1)), ["a", "b"]
+
+
 def fitted(probs, name, docs="papers"):
-    """A fitted member (ml/fitted.py's marker and scope attrs) that outputs ``probs``."""
-    return constant(probs, name, **{FITTED: True, "docs": docs, "state": {"fitted": True}})
+    """A fitted member (ml/members.py) that outputs ``probs`` where it speaks."""
+    return fitted_member(name, ConstantShim(probs), {}, docs=docs)
 
 
 def as_X(docs):
@@ -65,24 +77,24 @@ def test_each_scope_mixes_with_its_own_weights_and_training_is_the_network_alone
     # each member computes only the rows it is weighed on
     assert papers.attrs["silent_sections"] == [] and abstracts.attrs["paper_sections"] == ["abstract"]
     # training: the network's rows, its gradient untouched; the fitted members are not run
-    runs = papers.attrs["runs"]
+    runs = papers.shims[0].runs
     Y, backprop = model.begin_update(X)
     assert numpy.allclose(Y, [[0.8, 0.2]] * 3)
     dY = numpy.arange(6, dtype="f").reshape(3, 2)
     backprop(dY)
-    assert numpy.array_equal(network.attrs["dY"], dY) and papers.attrs["runs"] == runs
+    assert numpy.array_equal(network.attrs["dY"], dY) and papers.shims[0].runs == runs
 
 
 def test_an_unfitted_member_gives_its_weight_to_the_network_and_a_member_weighed_zero_is_not_run():
     X = paper_and_plain()
     network, papers = constant([0.8, 0.2], "network"), fitted([0.2, 0.8], "papers")
-    papers.attrs["state"] = None
+    papers.shims[0].unfit()
     model = experts(network, {"papers": papers}, {"paper_body": {"network": 0.5, "papers": 0.5}})
     assert numpy.allclose(model.predict(X), [[0.8, 0.2]] * 3)
     idle = fitted([0.2, 0.8], "idle")
     model = experts(constant([0.8, 0.2], "network"), {"idle": idle}, {"paper_body": {"network": 1.0}})
     model.predict(X)
-    assert "runs" not in idle.attrs
+    assert idle.shims[0].runs == 0
     assert idle.attrs["silent_sections"] == ["abstract"]
 
 

@@ -1,8 +1,12 @@
 """ml/finetuned.py: the member of the full-paper mixture that fine-tunes the
 top layers of all-MiniLM-L6-v2 (installed package, offline) at initialize."""
+import gc
+import weakref
+
 import numpy
 import pytest
 import spacy
+import srsly
 from device_sim import device_ops, host, is_device_array
 from helpers import PAPER, as_X, paper_doc
 from helpers import PAPER_LABELS as LABELS
@@ -10,7 +14,7 @@ from helpers import PAPER_LABELS as LABELS
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.errors import RhetoricError
 from spacy_rhetoric.ml.finetuned import SEPARATOR, pair_texts
-from spacy_rhetoric.ml.fitted import fit_members, sentence_texts
+from spacy_rhetoric.ml.members import fit_members, sentence_texts
 from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
 
@@ -33,7 +37,7 @@ def test_pairs_read_the_heading_and_the_neighbours():
 
 
 def test_settings_are_checked():
-    from spacy_rhetoric.ml.fitted import finetuned_expert
+    from spacy_rhetoric.ml.finetuned import finetuned_expert
 
     with pytest.raises(RhetoricError):
         finetuned_expert(MODEL, epochs=0)
@@ -43,7 +47,7 @@ def test_settings_are_checked():
 
 @pytest.mark.slow  # fine-tunes two layers of all-MiniLM-L6-v2 on six sentences
 def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
-    from spacy_rhetoric.ml.fitted import finetuned_expert
+    from spacy_rhetoric.ml.finetuned import finetuned_expert
 
     nlp = spacy.blank("en")
 
@@ -55,8 +59,10 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
     counts = fit_members([m], as_X([paper_doc(nlp, PAPER), paper_doc(nlp, PAPER)]), [r[3] for r in PAPER] * 2,
                          LABELS)
     assert counts == {"finetuned_expert": {"docs": 1, "sentences": len(PAPER), "labelled": len(PAPER)}}
-    state = m.attrs["state"]
-    assert state["classes"] == LABELS and isinstance(state["tensors"], bytes)
+    shim = m.shims[0]
+    assert shim.fitted and shim.cfg["classes"] == LABELS
+    saved = srsly.msgpack_loads(shim.to_bytes())
+    assert isinstance(saved["tensors"], bytes) and saved["tensors"][8:9] == b"{"  # safetensors: length + JSON
     X = as_X([paper_doc(nlp, PAPER, labels=False)])
     probs = m.predict(X)
     assert numpy.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
@@ -76,11 +82,16 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
         assert is_device_array(out)
         assert numpy.allclose(host(out), probs, atol=1e-5)
     # tensors of another shape (e.g. saved with other frozen layers) are refused with a clear error
-    other = member()
-    other.from_bytes(m.to_bytes())
-    other.attrs["frozen_layers"] = 3
+    from spacy_rhetoric.ml.finetuned import FinetunedShim
+
+    saved["cfg"]["frozen_layers"] = 3
     with pytest.raises(RhetoricError, match="do not fit"):
-        other.predict(X)
+        FinetunedShim().from_bytes(srsly.msgpack_dumps(saved))
+    # no state outside the model: the torch modules go with it
+    encoder = weakref.ref(m.shims[0]._model.encoder)
+    del m, shim, again, on_device
+    gc.collect()
+    assert encoder() is None
 
 
 @pytest.mark.slow  # runs all-MiniLM-L6-v2
@@ -108,8 +119,7 @@ def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
 @pytest.mark.slow  # fine-tunes all-MiniLM-L6-v2's top layers for a few steps
 @pytest.mark.parametrize("epochs", [0.5, 1.0])
 def test_the_frozen_layers_run_only_on_the_sentences_the_steps_read(monkeypatch, epochs):
-    from spacy_rhetoric.ml.finetuned import FinetunedEncoder
-    from spacy_rhetoric.ml.fitted import finetuned_expert
+    from spacy_rhetoric.ml.finetuned import FinetunedEncoder, finetuned_expert
 
     seen = []
     original = FinetunedEncoder.bottom
@@ -123,4 +133,4 @@ def test_the_frozen_layers_run_only_on_the_sentences_the_steps_read(monkeypatch,
     fit_members([m], as_X([paper_doc(spacy.blank("en"), PAPER)]), [r[3] for r in PAPER], LABELS)
     steps = round(epochs * (len(PAPER) // 2))
     assert seen == [min(len(PAPER), 2 * steps)]
-    assert isinstance(m.attrs["state"]["tensors"], bytes)
+    assert m.shims[0].fitted

@@ -1,6 +1,7 @@
-"""ml/fitted.py: closed-form members of the full-paper classifier's mixture,
-fitted by scikit-learn at initialize and stored as plain data; and
-linear_models.py, the one place that stores scikit-learn linear models."""
+"""ml/members.py and ml/tfidf_member.py: the members of the full-paper
+classifier's mixture fitted at initialize (TF-IDF logistic regressions by
+scikit-learn, stored as plain data in their shim); and linear_models.py, the
+one place that stores scikit-learn linear models."""
 import json
 
 import numpy
@@ -14,17 +15,18 @@ from thinc.api import Model, NumpyOps, set_current_ops
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from spacy_rhetoric.ml.experts import experts
-from spacy_rhetoric.ml.fitted import (
+from spacy_rhetoric.ml.members import (
     N_CONTEXT,
     context_matrix,
     fit_members,
     fitted_members,
     heading_runs,
+    is_fitted,
     neighbour_rows,
     sentence_texts,
-    tfidf_expert,
 )
 from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
+from spacy_rhetoric.ml.tfidf_member import tfidf_expert
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.section_headings import SENTENCE_SECTIONS
 
@@ -87,8 +89,8 @@ def test_features_neighbours_positions_and_sections():
 def test_a_fitted_member_learns_from_papers_and_is_silent_elsewhere():
     nlp = spacy.blank("en")
     member = fitted(nlp)
-    state = member.attrs["state"]
-    assert state["labels"] == LABELS and state["vectorizer"]["vocabulary"]
+    shim = member.shims[0]
+    assert shim.cfg["labels"] == LABELS and shim.cfg["state"]["vectorizer"]["vocabulary"]
     probs = member.predict(as_X([paper_doc(nlp, PAPER, labels=False)]))
     assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER]
     assert numpy.allclose(probs.sum(axis=1), 1.0)
@@ -110,7 +112,7 @@ def test_experts_leave_fitted_members_out_of_training_and_mute_unfitted_ones():
     plain = as_X([doc_from_sentences(nlp, ["We train a graph parser.", "Recall rises too."])])
     assert numpy.allclose(mixture.predict(plain), [[0.2, 0.3, 0.5]] * 2)
     unfitted = tfidf_expert()
-    assert unfitted.attrs["state"] is None
+    assert not is_fitted(unfitted)
     alone = experts(constant([0.2, 0.3, 0.5]), {"tfidf": unfitted}, {"paper_body": {"network": 0.1, "tfidf": 0.9}},
                     nO=3)
     alone.initialize(X=paper)
@@ -129,7 +131,8 @@ def test_a_member_of_the_other_docs_learns_from_and_speaks_on_abstracts_and_plai
                          ["background", "method", "result"] + [r[3] for r in PAPER], LABELS)
     assert counts["tfidf_expert"] == {"docs": 1, "sentences": len(PAPER), "labelled": len(PAPER)}
     assert counts["tfidf_expert_others"] == {"docs": 1, "sentences": 3, "labelled": 3}
-    assert len(others.attrs["state"]["vectorizer"]["vocabulary"]) < len(papers.attrs["state"]["vectorizer"]["vocabulary"])
+    assert len(others.shims[0].cfg["state"]["vectorizer"]["vocabulary"]) < \
+        len(papers.shims[0].cfg["state"]["vectorizer"]["vocabulary"])
     plain = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."])
     X = as_X([paper_doc(nlp, PAPER, labels=False), plain])
     out = others.predict(X)
@@ -152,7 +155,7 @@ def test_a_refit_member_predicts_with_its_new_state():
     X = as_X([paper_doc(nlp, PAPER, labels=False)])
     before = member.predict(X)
     flipped = {"background": "result", "method": "background", "result": "method"}
-    for _ in range(3):  # a freed state's id() may come back: the cache must not mistake it
+    for _ in range(3):  # each fit replaces what the member predicts with
         fit_members([member], as_X([paper_doc(nlp, PAPER)]), [flipped[r[3]] for r in PAPER], LABELS)
         after = member.predict(X)
         assert [LABELS[i] for i in after.argmax(axis=1)] == [flipped[r[3]] for r in PAPER]
@@ -164,9 +167,9 @@ def test_fewer_than_two_labels_leave_the_member_unfitted():
     nlp = spacy.blank("en")
     member = tfidf_expert(min_df=1)
     fit_members([member], as_X([paper_doc(nlp, PAPER)]), ["method"] * len(PAPER), LABELS)
-    assert member.attrs["state"] is None
+    assert not is_fitted(member)
     fit_members([member], as_X([doc_from_sentences(nlp, ["A b c.", "D e f."])]), ["method", "result"], LABELS)
-    assert member.attrs["state"] is None  # plain text is no paper
+    assert not is_fitted(member)  # plain text is no paper
 
 
 def test_the_fitted_state_is_saved_with_the_model():
@@ -194,39 +197,12 @@ def test_a_fitted_member_hands_device_arrays_to_a_device_model():
         assert numpy.allclose(host(out), cpu)
 
 
-@pytest.mark.slow  # loads all-MiniLM-L6-v2 (installed package, offline)
-def test_the_embedding_member_fits_on_frozen_sentence_vectors():
-    from spacy_rhetoric.ml.fitted import embedding_expert
-
-    nlp = spacy.blank("en")
-    member = embedding_expert("sentence-transformers/all-MiniLM-L6-v2", C=100.0)
-    docs = [paper_doc(nlp, PAPER)]
-    fit_members([member], as_X(docs), [r[3] for r in PAPER], LABELS)
-    assert member.attrs["state"]["vectorizer"] is None
-    probs = member.predict(as_X([paper_doc(nlp, PAPER, labels=False)]))
-    assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER]
-    # learn_from="all": it also learns from the abstract, its features doubled (a copy 0 outside papers)
-    both = embedding_expert("sentence-transformers/all-MiniLM-L6-v2", C=100.0, learn_from="all")
-    abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a parser."], sections=["abstract"] * 2,
-                                  labels=["background", "method"])
-    counts = fit_members([both], as_X([abstract, paper_doc(nlp, PAPER)]),
-                         ["background", "method"] + [r[3] for r in PAPER], LABELS)
-    assert counts["embedding_expert"] == {"docs": 2, "sentences": len(PAPER) + 2, "labelled": len(PAPER) + 2}
-    width = len(both.attrs["state"]["classifier"]["coef"][0])
-    assert width == 2 * len(member.attrs["state"]["classifier"]["coef"][0])
-    out = both.predict(as_X([abstract, paper_doc(nlp, PAPER, labels=False)]))
-    assert numpy.allclose(out[:2], 1.0 / 3)  # still silent outside papers
-    assert [LABELS[i] for i in out[2:].argmax(axis=1)] == [r[3] for r in PAPER]
-    with pytest.raises(ValueError):
-        embedding_expert("sentence-transformers/all-MiniLM-L6-v2", learn_from="others")
-
-
 def test_a_member_of_the_other_docs_may_speak_on_a_papers_abstract_too():
-    from spacy_rhetoric.errors import RhetoricError
-    from spacy_rhetoric.ml.fitted import speaks
+    from spacy_rhetoric.ml.members import speaks
 
     nlp = spacy.blank("en")
-    others = tfidf_expert(min_df=1, C=50.0, docs="others", use_sections=False, paper_sections=["abstract"])
+    others = tfidf_expert(min_df=1, C=50.0, docs="others", use_sections=False)
+    others.attrs["paper_sections"] = ["abstract"]  # as the mixture sets it from [model.weights.paper_abstract]
     abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."],
                                   sections=["abstract"] * 3, labels=["background", "method", "result"])
     rows = [("We train a parser here.", "abstract", "Abstract", "method")] + PAPER
@@ -240,5 +216,16 @@ def test_a_member_of_the_other_docs_may_speak_on_a_papers_abstract_too():
     assert speaks(others, X).tolist() == [1.0] * 3 + [1.0] + [0.0] * len(PAPER)
     out = others.predict(as_X([paper_doc(nlp, rows, labels=False)]))
     assert not numpy.allclose(out[0], 1.0 / 3) and numpy.allclose(out[1:], 1.0 / 3)
-    with pytest.raises(RhetoricError):
-        tfidf_expert(paper_sections=["abstract"])  # a member of papers speaks on them already
+
+
+def test_the_shim_is_saved_as_plain_data_and_copied_with_the_model():
+    import srsly
+
+    nlp = spacy.blank("en")
+    member = fitted(nlp)
+    saved = srsly.msgpack_loads(member.shims[0].to_bytes())
+    assert set(saved) == {"labels", "state"} and saved["labels"] == LABELS
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    copied = member.copy()
+    assert copied.shims[0] is not member.shims[0] and is_fitted(copied)
+    assert numpy.allclose(copied.predict(X), member.predict(X))

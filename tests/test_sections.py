@@ -160,14 +160,14 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     """overfitting_IO: the same sentence is learned as result in a results
     section and as background in the introduction; back matter is other by
     rule; the saved pipeline predicts the same."""
-    from spacy_rhetoric.ml.fitted import fitted_members
+    from spacy_rhetoric.ml.members import fitted_members, is_fitted
 
     nlp = train_nlp(**arch)
     assert nlp.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
     # the papers' TF-IDF member (+ MiniLM) is fitted; every TRAIN doc is a paper, so the abstracts' is not;
     # + the fine-tuned member, last
     mixture = arch.get("@architectures") == FULL_PAPER
-    fitted = [m.attrs["state"] is not None for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)]
+    fitted = [is_fitted(m) for m in fitted_members(nlp.get_pipe(CLASSIFIER).model)]
     assert fitted == ([True, False] if mixture else []) + ([True] if "finetuned" in arch.get("members", {}) else [])
     in_results = predict(nlp, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     in_intro = predict(nlp, ["Parsing is old.", SAME], ["introduction"] * 2, ["1 Introduction"] * 2)
@@ -179,7 +179,7 @@ def test_section_aware_classifier_overfits_and_round_trips(tmp_path, arch):
     nlp.to_disk(tmp_path / "nlp")
     loaded = spacy.load(tmp_path / "nlp")
     assert loaded.get_pipe(CLASSIFIER).model.attrs["labels"] == ["background", "method", "other", "result"]
-    assert [m.attrs["state"] is not None for m in fitted_members(loaded.get_pipe(CLASSIFIER).model)] == fitted
+    assert [is_fitted(m) for m in fitted_members(loaded.get_pipe(CLASSIFIER).model)] == fitted
     again = predict(loaded, [SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"])
     for (label, scores), (label2, scores2) in zip(in_results, again):
         assert label == label2

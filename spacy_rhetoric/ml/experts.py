@@ -15,8 +15,8 @@ config blocks, as spaCy's ``TextCatEnsemble.v2`` does::
     [model.weights.paper_abstract]  ...
     [model.weights.other_docs]      network = 0.4, abstracts = 0.6
 
-The members (``ml/fitted.py``: TF-IDF logistic regressions fitted by
-scikit-learn; ``ml/finetuned.py``: the top layers of a sentence-transformers
+The members (``ml/members.py``; ``ml/tfidf_member.py``: TF-IDF logistic
+regressions fitted by scikit-learn; ``ml/finetuned.py``: the top layers of a sentence-transformers
 model fine-tuned on the papers' sentences) are fitted by
 ``rhetoric_function_classifier.initialize`` and have no loss: in training
 the model is the network alone. A member learns from the docs of its
@@ -31,7 +31,7 @@ prediction each sentence's probabilities are the weighted sum of those of
 the network and members with these exact weights (``mixture_weights`` reads
 them back from a built model); only a member not fitted (no training doc of
 its kind) gives its weight to the network. Adding a member: register a
-builder that returns a fitted member (``fitted._fitted_member``) and add its
+builder that returns a fitted member (``members.fitted_member``) and add its
 block and its weights to the config.
 
 Why a mixture: on full papers the network and a lexical model of the
@@ -49,10 +49,12 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER
-from .fitted import finetuned_expert, is_fitted_member, tfidf_expert
+from .finetuned import finetuned_expert
+from .members import is_fitted, is_fitted_member
 from .sections import _section_aware_model, section_aware_layers
 from .segments import paper_rows
 from .sequence import crf_layer, emitters
+from .tfidf_member import tfidf_expert
 
 NETWORK = "network"
 SCOPES = ("paper_body", "paper_abstract", "other_docs")
@@ -131,7 +133,7 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
     rows = []
     for name, member in zip(model.attrs["names"], model.layers):
         row = sum(scopes[s] * model.attrs["weights"][s].get(name, 0.0) for s in SCOPES)
-        rows.append(row if not is_fitted_member(member) or member.attrs.get("state") is not None else 0.0 * row)
+        rows.append(row if not is_fitted_member(member) or is_fitted(member) else 0.0 * row)
     rows[0] = rows[0] + sum(scopes[s] for s in SCOPES) - sum(rows)  # an unfitted member's weight: the network's
     mixed = None
     for member, row in zip(model.layers, rows):
@@ -172,7 +174,7 @@ def build_tfidf_member(learn_from: str = "papers", ngram_size: int = 2, min_df: 
     1..``ngram_size``-grams (``min_df``) of the sentence and of its
     neighbours (``neighbour_weight`` times), the section one-hot
     (``use_sections``) and the position buckets -> ``LogisticRegression(C,
-    class_weight)`` (``fitted.tfidf_expert``). ``learn_from``: "papers" or
+    class_weight)`` (``tfidf_member.tfidf_expert``). ``learn_from``: "papers" or
     "others" (abstracts and plain text). ``normalize_digits``: every digit
     reads 0."""
     if learn_from not in ("papers", "others"):

@@ -1,13 +1,12 @@
 """A member of the full-paper mixture (``ml/experts.py``) that fine-tunes the
 top layers of a Hugging Face encoder (all-MiniLM-L6-v2 by default) on the
 sentences of the full papers when the pipe is initialized, where the
-closed-form members of ``ml/fitted.py`` are fitted.
+closed-form members (``ml/tfidf_member.py``) are fitted.
 
 Why. On the MuLMS-AZ folds (``benchmarks/bench_fullpaper.py``) a logistic
-regression over *frozen* MiniLM vectors was the weakest member (0.678
-single-zone accuracy alone); the same encoder fine-tuned on the sentence
-with its heading and neighbours read it better than every other member
-(benchmarks/README.md "A fine-tuned member"). Fine-tuning needs gradients
+regression over *frozen* MiniLM vectors was the weakest member; the same
+encoder fine-tuned on the sentence with its heading and neighbours read it
+better than every other member. Fine-tuning needs gradients
 through the encoder, which the closed-form members do not have, and the
 network member's tok2vec is trained for thousands of ``spacy train`` steps
 over whole docs, far too long for a transformer on a CPU; fitting it once,
@@ -36,22 +35,27 @@ safetensors bytes in the member's state, with the base model's name and
 the settings; at prediction the base model is loaded offline
 (``util.resolve_hf_model``) and the tensors put back in.
 
-The member is a fitted member (``fitted.FITTED``): the ``experts`` layer
+The member is a fitted member (``ml/members.py``): the ``experts`` layer
 leaves it out of ``spacy train``'s updates and averages it in at prediction
-where it speaks (``fitted.speaks``); it runs on ``util.torch_device()``, the
-device of spaCy's current ops, and hands its probabilities to the model's.
+where it speaks (``members.speaks``). The torch modules live in its
+:class:`FinetunedShim`, which thinc serialises with the model (safetensors
+bytes and the settings, no pickle), moves with it (``to_device``) and frees
+with it; it runs on ``util.torch_device()``, the device of spaCy's current
+ops, and hands its probabilities to the model's.
 """
 from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy
+import srsly
 from spacy.tokens import Doc
-from thinc.types import Ragged
+from thinc.api import Model
+from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from .devices import to_host
+from .members import MemberShim, fitted_member
 from .segments import sections_of, sentence_headings
 
-KIND = "finetuned"
 SEPARATOR = " | "
 
 
@@ -101,6 +105,14 @@ class FinetunedEncoder:
             param.requires_grad = False
         for param in self.trainable().parameters():
             param.requires_grad = True
+
+    def to_device(self, device) -> None:
+        """Move the encoder and the linear layer to the torch ``device``."""
+        import torch
+
+        self.device = torch.device(device)
+        self.encoder.to(self.device)
+        self.head.to(self.device)
 
     def trainable(self):
         """The modules that learn: the top layers and the linear layer."""
@@ -205,12 +217,12 @@ def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float =
             "class_weight_power": float(class_weight_power), "seed": int(seed)}
 
 
-def fit_finetuned(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
-                  y: Sequence[str], labels: Sequence[str]) -> Dict[str, Any]:
-    """Fine-tune a member with ``attrs`` (:func:`finetuned_settings` and
-    ``use_sections``) on the rows ``pick`` of ``X`` with gold labels ``y``;
-    ``texts`` and ``context``: every row's text and ``fitted.context_matrix``.
-    Returns the member's state."""
+def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
+              y: Sequence[str]) -> Tuple[FinetunedEncoder, List[str]]:
+    """Fine-tune an encoder with the member's ``attrs`` (:func:`finetuned_settings`
+    and ``use_sections``) on the rows ``pick`` of ``X`` with gold labels
+    ``y``; ``texts`` and ``context``: every row's text and
+    ``members.context_matrix``. Returns the encoder and its classes."""
     import torch
 
     from .training_loop import train_loop
@@ -261,26 +273,61 @@ def fit_finetuned(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy
     train_loop(trainable, optimizer, scheduler, epoch_batches, batch_loss, epochs=n_epochs, total=total,
                grad_clip=1.0, progress=f"fine-tuning {attrs['model_name']}")
     trainable.eval()
-    return {"labels": list(labels), "classes": classes, "tensors": runtime.tensors(),
-            "n_context": int(context.shape[1])}
+    return runtime, classes
 
 
-# model.id -> (the state dict itself, its runtime), as fitted._RUNTIME
-_RUNTIME: Dict[int, Tuple[Dict[str, Any], FinetunedEncoder]] = {}
+class FinetunedShim(MemberShim):
+    """``_model``: the :class:`FinetunedEncoder` once fine-tuned;
+    ``cfg``: its classes, context width and base model (what rebuilds it)."""
+
+    def fit(self, member, X, texts, context, pick, y, labels) -> None:
+        runtime, classes = fine_tune(member.attrs, X, texts, context, pick, y)
+        self.cfg.update({"classes": classes, "n_context": int(context.shape[1]),
+                         "model_name": member.attrs["model_name"], "frozen_layers": member.attrs["frozen_layers"],
+                         "max_length": member.attrs["max_length"]})
+        self._model = runtime
+
+    def predict(self, member, X, texts, context) -> Tuple[numpy.ndarray, List[str]]:
+        contexts = pair_texts(X, texts, member.attrs["context_chars"], member.attrs["use_sections"])
+        return self._model.predict(texts, contexts, context), list(self.cfg["classes"])
+
+    def unfit(self) -> None:
+        self._model = None
+        self.cfg = {}
+
+    def to_device(self, device_type: str, device_id: int) -> None:
+        if self._model is not None:
+            self._model.to_device("cpu" if device_type == "cpu" else f"cuda:{device_id}")
+
+    def to_bytes(self) -> bytes:
+        tensors = self._model.tensors() if self._model is not None else b""
+        return srsly.msgpack_dumps({"cfg": self.cfg, "tensors": tensors})
+
+    def from_bytes(self, data: bytes) -> "FinetunedShim":
+        msg = srsly.msgpack_loads(data)
+        self.cfg = dict(msg["cfg"])
+        self._model = None
+        if msg["tensors"]:
+            cfg = self.cfg
+            runtime = FinetunedEncoder(cfg["model_name"], cfg["frozen_layers"], cfg["n_context"],
+                                       len(cfg["classes"]), cfg["max_length"])
+            runtime.load_tensors(msg["tensors"])
+            self._model = runtime
+        return self
+
+    def copy(self) -> "FinetunedShim":
+        return FinetunedShim().from_bytes(self.to_bytes())
 
 
-def predict_finetuned(model, X, texts: Sequence[str], context: numpy.ndarray) -> Tuple[numpy.ndarray, List[str]]:
-    """The fitted member's probabilities on every row of ``X`` (``texts``,
-    ``context``: as for :func:`fit_finetuned`) and the labels of their
-    columns."""
-    state = model.attrs["state"]
-    cached = _RUNTIME.get(model.id)
-    if cached is None or cached[0] is not state:
-        runtime = FinetunedEncoder(model.attrs["model_name"], model.attrs["frozen_layers"], state["n_context"],
-                                   len(state["classes"]), model.attrs["max_length"])
-        runtime.load_tensors(state["tensors"])
-        _RUNTIME[model.id] = (state, runtime)
-    runtime = _RUNTIME[model.id][1]
-    contexts = pair_texts(X, texts, model.attrs["context_chars"], model.attrs["use_sections"])
-    return runtime.predict(texts, contexts, context), list(state["classes"])
+def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
+                     batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 150,
+                     class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True
+                     ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """A member fine-tuned at initialize (module docstring): the top layers
+    of the Hugging Face encoder ``model_name`` over the sentence paired with
+    its heading and neighbours, beside section + position -> linear ->
+    softmax."""
+    settings = finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length,
+                                  frozen_layers, context_chars, class_weight_power, seed)
+    return fitted_member("finetuned_expert", FinetunedShim(), settings, docs=docs, use_sections=use_sections)
 

@@ -36,7 +36,7 @@ from thinc.types import Floats2d
 from ..errors import RhetoricError
 from ..evaluation.scorers import sentence_label_scores
 from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
-from ..ml.fitted import fit_members, fitted_members
+from ..ml.members import fit_members, fitted_members
 from ..ml.pooling import example_sentences, make_indices
 from .sentence_pipe import SentencePipe, Truth
 
@@ -325,7 +325,7 @@ class FunctionClassifier(SentencePipe):
 
     def _fit_closed_form(self, get_examples: Callable[[], Iterable[Example]],
                          members: Optional[Sequence[Model]] = None) -> None:
-        """Fit the model's closed-form members (``ml/fitted.py``; or
+        """Fit the model's closed-form members (``ml/members.py``; or
         ``members`` of them), if any, on every gold sentence of
         ``get_examples()``: the reference docs, whose sections are the true
         ones (a training corpus may drop sections from the predicted side)."""

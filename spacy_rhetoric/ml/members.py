@@ -1,0 +1,269 @@
+"""Members of the full-paper mixture (``ml/experts.py``) that are fitted when
+the pipe is initialized, not trained by ``spacy train``'s gradient steps:
+the interface they share and the features they read.
+
+A fitted member is a thinc ``Model`` (``attrs["fitted"] = True``) whose
+learned part lives in its one shim, a :class:`MemberShim` -- the way thinc
+holds what is not thinc (``PyTorchShim``, spacy-transformers' ``HFShim``):
+thinc serialises it with the model (``to_bytes``/``from_bytes``, plain data:
+no pickle), moves it with the model (``to_device``) and frees it with the
+model. The shim is the interface:
+
+- ``fit(member, X, texts, context, pick, y, labels)``: learn from the rows
+  ``pick`` of ``X`` with gold labels ``y`` (``texts``: every row's text;
+  ``context``: :func:`context_matrix`);
+- ``predict(member, X, texts, context)``: ``(probabilities, their labels)``
+  on every row of ``X``;
+- ``fitted``: False before ``fit`` (or after a fit with fewer than two
+  labels): the member is then silent and ``experts`` gives its weight to the
+  network.
+
+``rhetoric_function_classifier.initialize`` calls :func:`fit_members` with
+every gold sentence of the training corpus (the reference docs: their
+sections are the true ones); each member learns from the docs of its kind
+(``docs``: "papers", the full papers, ``segments.is_paper``; "others",
+abstracts and plain text), each distinct text once. At prediction a member
+computes only the rows where it speaks (:func:`speaks`: its kind of doc,
+less its ``silent_sections`` of a paper, plus its ``paper_sections`` for a
+member of the other docs); the other rows get a uniform row that ``experts``
+weighs 0. Members: ``tfidf_member.py`` (scikit-learn), ``finetuned.py``
+(torch).
+"""
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Doc
+from thinc.api import Model
+from thinc.shims import Shim
+from thinc.types import Floats2d, Ragged
+
+from ..errors import RhetoricError
+from ..section_headings import SENTENCE_SECTIONS, UNKNOWN
+from .devices import to_host
+from .segments import SentenceBatch, paper_rows, sections_of, sentence_headings
+
+FITTED = "fitted"
+SCOPES = ("papers", "others")
+N_POSITION_BINS = 10
+MAX_INDEX = 5
+N_CONTEXT = len(SENTENCE_SECTIONS) + 2 * N_POSITION_BINS + MAX_INDEX + 1
+_SECTION_INDEX = {name: i for i, name in enumerate(SENTENCE_SECTIONS)}
+
+
+# ---------------------------------------------------------------- the interface
+
+class MemberShim(Shim):
+    """The learned part of a fitted member (module docstring). ``_model``:
+    None until fitted."""
+
+    def __init__(self, model: Any = None, config: Optional[Dict[str, Any]] = None):
+        super().__init__(model, config=config)
+
+    @property
+    def fitted(self) -> bool:
+        return self._model is not None
+
+    def fit(self, member: Model, X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
+            y: Sequence[str], labels: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    def predict(self, member: Model, X, texts: Sequence[str], context: numpy.ndarray
+                ) -> Tuple[numpy.ndarray, List[str]]:
+        raise NotImplementedError
+
+    def unfit(self) -> None:
+        self._model = None
+
+    def finish_update(self, optimizer) -> None:
+        """Nothing: a fitted member takes no gradient steps."""
+
+    def to_device(self, device_type: str, device_id: int) -> None:
+        """Nothing by default (scikit-learn runs on the CPU)."""
+
+
+def fitted_member(name: str, shim: MemberShim, attrs: Dict[str, Any], docs: str = "papers",
+                  use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """The thinc model of a fitted member: ``shim`` holds what it learns,
+    ``attrs`` its settings (module docstring)."""
+    if docs not in SCOPES:
+        raise RhetoricError(f"Unknown docs {docs!r} for a fitted member: use one of {SCOPES}")
+    return Model(name if docs == "papers" else f"{name}_{docs}", _member_forward, init=_member_init,
+                 dims={"nO": None}, shims=[shim],
+                 attrs={FITTED: True, "docs": docs, "use_sections": bool(use_sections), "silent_sections": [],
+                        "paper_sections": [], **attrs})
+
+
+def is_fitted_member(model: Model) -> bool:
+    return bool(model.attrs.get(FITTED))
+
+
+def is_fitted(member: Model) -> bool:
+    """Whether a fitted member has learned (it speaks only then)."""
+    return member.shims[0].fitted
+
+
+def fitted_members(model: Model) -> List[Model]:
+    """The fitted members anywhere in ``model``."""
+    return [node for node in model.walk() if is_fitted_member(node)]
+
+
+def speaks(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool = False) -> numpy.ndarray:
+    """1.0 on the rows of ``X`` a fitted member learns from (``is_train``)
+    or speaks on (module docstring)."""
+    if model.attrs.get("docs", "papers") == "others":
+        also = () if is_train else model.attrs.get("paper_sections", ())
+        on_papers = paper_rows(X)
+        # + at prediction the rows of papers in its ``paper_sections`` (e.g. a paper's abstract)
+        return 1.0 - on_papers + (on_papers - paper_rows(X, also) if also else 0.0)
+    return paper_rows(X, () if is_train else model.attrs.get("silent_sections", ()))
+
+
+def _member_init(model: Model, X=None, Y=None) -> None:
+    """Nothing to allocate: the member is fitted by :func:`fit_members`."""
+
+
+def _member_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
+    shim = model.shims[0]
+    n_rows = int(to_host(X[1].lengths).sum())
+    labels = list(shim.cfg.get("labels", [])) if shim.fitted else []
+    n_out = len(labels) or (model.get_dim("nO") if model.has_dim("nO") else 1)
+    out = numpy.full((n_rows, n_out), 1.0 / n_out, dtype="float32")
+    speak = speaks(model, X) > 0 if shim.fitted and n_rows else numpy.zeros((0,), dtype=bool)
+    if speak.any():
+        sub, rows = subset(X, speak)
+        probs, classes = shim.predict(model, sub, sentence_texts(sub), context_matrix(sub, model.attrs["use_sections"]))
+        columns = [labels.index(c) for c in classes]
+        start = 0
+        for row, n, kept in rows:
+            block = numpy.zeros((n, n_out), dtype="float32")
+            block[:, columns] = probs[start : start + n]
+            out[[row + i for i in kept]] = block[kept]
+            start += n
+    return model.ops.asarray2f(out), lambda dY: []
+
+
+def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Sequence[Optional[str]],
+                labels: Sequence[str]) -> Dict[str, Dict[str, int]]:
+    """Fit each fitted member on the sentence rows of ``X`` (reference docs
+    and their gold sentences) of the docs it learns from (:func:`speaks`),
+    each distinct text once; ``gold``: per row its gold label (None:
+    unlabelled, context only; a label not in ``labels`` is left out). A
+    member with fewer than two labels to learn is left unfitted (silent).
+    Returns counts per member name."""
+    lengths = to_host(X[1].lengths).tolist()
+    papers = paper_rows(X) > 0
+    known = set(labels)
+    out = {}
+    for member in members:
+        shim = member.shims[0]
+        shim.unfit()
+        want_papers = member.attrs.get("docs", "papers") == "papers"
+        keep, seen, row, n_docs = numpy.zeros(len(gold), dtype=bool), set(), 0, 0
+        for doc, n in zip(X[0], lengths):
+            if n and bool(papers[row]) == want_papers and doc.text not in seen:
+                seen.add(doc.text)
+                keep[row : row + n] = True
+                n_docs += 1
+            row += n
+        sub, _ = subset(X, keep)
+        sub_gold = [g for g, k in zip(gold, keep) if k]
+        pick = [i for i, g in enumerate(sub_gold) if g in known]
+        y = [sub_gold[i] for i in pick]
+        out[member.name] = {"docs": n_docs, "sentences": len(sub_gold), "labelled": len(pick)}
+        if len(set(y)) >= 2:
+            shim.fit(member, sub, sentence_texts(sub), context_matrix(sub, member.attrs["use_sections"]), pick, y,
+                     labels)
+            shim.cfg["labels"] = list(labels)
+    return out
+
+
+# ---------------------------------------------------------------- features
+
+def sentence_texts(X: Tuple[List[Doc], Ragged]) -> List[str]:
+    """The text of every sentence row of ``X = (docs, indices)``."""
+    docs, indices = X
+    offsets = to_host(indices.dataXd).tolist()
+    out, row = [], 0
+    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
+        out.extend(doc[int(offsets[row + i][0]) : int(offsets[row + i][1])].text for i in range(n))
+        row += n
+    return out
+
+
+def neighbour_rows(lengths: Sequence[int]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """Row index of the previous and of the next sentence of the same doc
+    (-1: none), for docs of ``lengths`` sentences in a row."""
+    prev, nxt, row = [], [], 0
+    for n in lengths:
+        prev.extend([-1] + list(range(row, row + n - 1)) if n else [])
+        nxt.extend(list(range(row + 1, row + n)) + [-1] if n else [])
+        row += n
+    return numpy.asarray(prev, dtype="int64"), numpy.asarray(nxt, dtype="int64")
+
+
+def heading_runs(X: Tuple[List[Doc], Ragged]) -> List[int]:
+    """Lengths of the runs of consecutive sentences of a doc under the same
+    heading (``sent._.rhetoric_heading``; a doc without headings is one
+    run). Runs by heading, not by section category: topical headings that
+    are all section "unknown" are runs of their own."""
+    headings = sentence_headings(X)
+    out, row = [], 0
+    for n in to_host(X[1].lengths).tolist():
+        for i in range(n):
+            if i == 0 or headings[row + i] != headings[row + i - 1]:
+                out.append(0)
+            out[-1] += 1
+        row += n
+    return out
+
+
+def context_matrix(X: Tuple[List[Doc], Ragged], sections: bool = True) -> numpy.ndarray:
+    """``[n, N_CONTEXT]``: each sentence's section category (one-hot over
+    ``SENTENCE_SECTIONS``), its relative position in its run of sentences
+    under one heading (``heading_runs``) and in its doc
+    (``N_POSITION_BINS`` buckets each) and its index in the run
+    (0 .. ``MAX_INDEX``, the last bucket for the rest). ``sections=False``:
+    the section columns stay 0 (a member of abstracts and plain text, where
+    the section is "abstract" in training and "unknown" in plain text)."""
+    names = sections_of(X)
+    out = numpy.zeros((len(names), N_CONTEXT), dtype="float32")
+    for i, name in enumerate(names if sections else []):
+        out[i, _SECTION_INDEX.get(name, _SECTION_INDEX[UNKNOWN])] = 1.0
+    base = len(SENTENCE_SECTIONS)
+    row = 0
+    for n in heading_runs(X):
+        for i in range(n):
+            out[row + i, base + min(N_POSITION_BINS - 1, int(i / n * N_POSITION_BINS))] = 1.0
+            out[row + i, base + 2 * N_POSITION_BINS + min(i, MAX_INDEX)] = 1.0
+        row += n
+    row = 0
+    for n in to_host(X[1].lengths).tolist():
+        for i in range(n):
+            out[row + i, base + N_POSITION_BINS + min(N_POSITION_BINS - 1, int(i / n * N_POSITION_BINS))] = 1.0
+        row += n
+    return out
+
+
+def subset(X: Tuple[List[Doc], Ragged], keep: numpy.ndarray):
+    """The docs of ``X`` with a row where ``keep`` is set, whole (their
+    neighbours and positions need every sentence), as a new batch, and per
+    such doc (first row, sentences, kept sentences). The section names the
+    batch has read already (``segments.SentenceBatch``) go with it, so the
+    features do not read them from the docs again."""
+    from thinc.api import NumpyOps
+
+    from .pooling import make_indices
+
+    docs, indices = X
+    offsets = to_host(indices.dataXd).tolist()
+    out_docs, out_offsets, rows, row = [], [], [], 0
+    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
+        kept = [i for i in range(n) if keep[row + i]]
+        if kept:
+            out_docs.append(doc)
+            out_offsets.append([tuple(offsets[row + i]) for i in range(n)])
+            rows.append((row, n, kept))
+        row += n
+    read = getattr(X, "sections", None) or {}
+    sections = {flag: [names[r + i] for r, n, _ in rows for i in range(n)] for flag, names in read.items()}
+    return SentenceBatch(out_docs, make_indices(NumpyOps(), out_offsets), sections), rows
