@@ -96,8 +96,11 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
 
 @pytest.mark.slow  # runs all-MiniLM-L6-v2
 def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
+    import torch
+
     from spacy_rhetoric.ml.finetuned import FinetunedEncoder
 
+    torch.manual_seed(0)
     runtime = FinetunedEncoder(MODEL, frozen_layers=2, n_context=2, n_labels=3, max_length=64)
     texts = ["We parse.", "The results show that the projected trees help every language we tried, by far.",
              "Treebanks are costly.", "Accuracy rises with the size of the bilingual lexicon on most languages.",
@@ -114,6 +117,14 @@ def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
     each = numpy.concatenate([runtime.predict([t], [c], context[i : i + 1]) for i, (t, c) in
                               enumerate(zip(texts, contexts))])
     assert numpy.allclose(probs, each, atol=1e-3)
+    # prediction runs every layer in one pass: the same as the training path (frozen states cached, then the top)
+    cached = runtime.top(runtime.bottom(texts, contexts), context)
+    assert numpy.allclose(probs, torch.softmax(cached, -1).detach().numpy(), atol=2e-2)
+    # int8 on the CPU: a quantized copy of the encoder, close to float32, the encoder itself untouched
+    int8 = runtime.predict(texts, contexts, context, batch_size=2, int8=True)
+    assert runtime.inference_encoder(True) is not runtime.encoder
+    assert not numpy.allclose(int8, probs, atol=1e-7) and numpy.allclose(int8, probs, atol=0.1)
+    assert numpy.allclose(runtime.predict(texts, contexts, context, batch_size=2), probs, atol=1e-6)
 
 
 @pytest.mark.slow  # fine-tunes all-MiniLM-L6-v2's top layers for a few steps

@@ -186,15 +186,16 @@ def build_tfidf_member(learn_from: str = "papers", ngram_size: int = 2, min_df: 
 @registry.architectures("spacy_rhetoric.FinetunedMember.v1")
 def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2", epochs: float = 1.0,
                            frozen_layers: int = 2, learn_rate: float = 8e-5, batch_size: int = 16,
-                           max_length: int = 128) -> Model:
+                           max_length: int = 128, int8: bool = False) -> Model:
     """A member fine-tuned at initialize on the full papers' sentences: the
     top layers of the Hugging Face encoder ``name`` (resolved offline; the
     bottom ``frozen_layers`` frozen) over the sentence paired with its
     heading and neighbours, beside section + position -> linear -> softmax,
     ``epochs`` passes (``learn_rate``, ``batch_size``, pairs of
-    ``max_length`` word pieces); ``ml/finetuned.py``."""
+    ``max_length`` word pieces); ``ml/finetuned.py``. ``int8``: at
+    prediction on a CPU its linear layers run in int8 (dynamic quantization)."""
     return finetuned_expert(name, epochs=epochs, learn_rate=learn_rate, batch_size=batch_size,
-                            max_length=max_length, frozen_layers=frozen_layers)
+                            max_length=max_length, frozen_layers=frozen_layers, int8=int8)
 
 
 @registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v4")

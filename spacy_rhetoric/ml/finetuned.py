@@ -95,6 +95,7 @@ class FinetunedEncoder:
             raise RhetoricError(f"frozen_layers must be in 0..{len(layers) - 1} for {model_name} "
                                 f"({len(layers)} layers), got {frozen_layers}")
         self.frozen = int(frozen_layers)
+        self._int8 = None
         self.max_length = int(max_length)
         width = self.encoder.config.hidden_size
         self.head = torch.nn.Linear(width + n_context, n_labels)
@@ -111,6 +112,7 @@ class FinetunedEncoder:
         import torch
 
         self.device = torch.device(device)
+        self._int8 = None
         self.encoder.to(self.device)
         self.head.to(self.device)
 
@@ -186,20 +188,53 @@ class FinetunedEncoder:
             raise RhetoricError("the fine-tuned member's stored tensors do not fit its base model "
                                 f"({len(set(tensors) ^ expected)} names differ): was it saved with another model?")
         self.trainable().load_state_dict(tensors)
+        self._int8 = None
 
-    def predict(self, texts, contexts, context, batch_size: int = 64) -> numpy.ndarray:
-        """Probabilities per pair; batches of similar length, as :meth:`bottom`."""
+    def inference_encoder(self, int8: bool = False):
+        """The encoder prediction runs: with ``int8`` on a CPU, a copy whose
+        linear layers are dynamically quantized to int8 (torch's
+        ``quantize_dynamic``: int8 weights, activations quantized per batch),
+        made once; else the encoder itself."""
+        if not int8 or self.device.type != "cpu":
+            return self.encoder
+        if getattr(self, "_int8", None) is None:
+            import copy
+            import warnings
+
+            import torch
+
+            with warnings.catch_warnings():  # torch 2.10+ points to torchao for new code; this API still works
+                warnings.simplefilter("ignore", UserWarning)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._int8 = torch.ao.quantization.quantize_dynamic(copy.deepcopy(self.encoder), {torch.nn.Linear},
+                                                                    dtype=torch.qint8)
+        return self._int8
+
+    def predict(self, texts, contexts, context, batch_size: int = 64, int8: bool = False) -> numpy.ndarray:
+        """Probabilities per pair: every layer in one pass per batch (no
+        cache of the frozen layers' states at prediction), batches of pairs
+        of similar length (each pair's result does not depend on its batch).
+        ``int8``: on a CPU, the linear layers in int8 (:meth:`inference_encoder`)."""
         import torch
 
-        self.encoder.eval()
-        cached = self.bottom(texts, contexts, batch_size)
-        out = numpy.zeros((len(cached), self.head.out_features), dtype="float32")
-        order = numpy.argsort([int(c.shape[0]) for c in cached], kind="stable")
+        encoder = self.inference_encoder(int8)
+        encoder.eval()
+        out = numpy.zeros((len(texts), self.head.out_features), dtype="float32")
+        order = numpy.argsort(self.lengths(texts, contexts), kind="stable")
         with torch.no_grad():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                logits = self.top([cached[i] for i in rows], context[rows])
-                out[rows] = torch.softmax(logits, -1).to("cpu", torch.float32).numpy()
+                x = self.tokenizer([texts[i] for i in rows], [contexts[i] for i in rows], truncation=True,
+                                   max_length=self.max_length, padding=True, return_tensors="pt")
+                x = {k: v.to(self.device) for k, v in x.items()}
+                hidden = encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
+                mask = self._mask(x["attention_mask"])
+                for layer in encoder.encoder.layer:
+                    hidden = layer(hidden, attention_mask=mask)[0]
+                m = x["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+                features = torch.cat([pooled, torch.as_tensor(context[rows], dtype=pooled.dtype, device=self.device)], 1)
+                out[rows] = torch.softmax(self.head(features), -1).to("cpu", torch.float32).numpy()
         return out
 
 
@@ -289,7 +324,8 @@ class FinetunedShim(MemberShim):
 
     def predict(self, member, X, texts, context) -> Tuple[numpy.ndarray, List[str]]:
         contexts = pair_texts(X, texts, member.attrs["context_chars"], member.attrs["use_sections"])
-        return self._model.predict(texts, contexts, context), list(self.cfg["classes"])
+        return (self._model.predict(texts, contexts, context, int8=bool(member.attrs.get("int8"))),
+                list(self.cfg["classes"]))
 
     def unfit(self) -> None:
         self._model = None
@@ -321,13 +357,15 @@ class FinetunedShim(MemberShim):
 
 def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
                      batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 150,
-                     class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True
-                     ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                     class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True,
+                     int8: bool = False) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A member fine-tuned at initialize (module docstring): the top layers
     of the Hugging Face encoder ``model_name`` over the sentence paired with
     its heading and neighbours, beside section + position -> linear ->
-    softmax."""
+    softmax. ``int8``: at prediction on a CPU, the encoder's linear layers
+    run in int8 (:meth:`FinetunedEncoder.inference_encoder`)."""
     settings = finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length,
                                   frozen_layers, context_chars, class_weight_power, seed)
-    return fitted_member("finetuned_expert", FinetunedShim(), settings, docs=docs, use_sections=use_sections)
+    return fitted_member("finetuned_expert", FinetunedShim(), {**settings, "int8": bool(int8)}, docs=docs,
+                         use_sections=use_sections)
 
