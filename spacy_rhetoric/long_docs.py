@@ -27,10 +27,13 @@ have kept as one sentence.
 
 ``process_long_doc`` does the same for a Doc a reader made (preset sentence
 starts, headings, sids, citations): cut at sentence starts into pieces of at
-most ``max_chars`` characters (a longer sentence is a piece of its own), each
+most ``max_chars`` characters (a longer sentence is a piece of its own; the
+readers cut sentences at 256 tokens, ``readers.fulltext.bound_sentences``), each
 piece with its sentences' extension values and its slice of the span groups, run
 one at a time and joined as above; ``annotate``, ``index`` and ``render`` run
-a paper longer than ``nlp.max_length`` through it.
+a paper longer than :func:`long_threshold` characters through it
+(:data:`LONG_DOC_CHARS`, or ``nlp.max_length`` where that is lower: a 1 MB
+text in one piece took 3.4 GB through a tiny pipeline, in pieces 0.7 GB).
 
 ``make_doc`` is the readers' tokenizer for a text of any length: a text over
 ``nlp.max_length`` characters (where ``nlp.make_doc`` raises spaCy's E088) is
@@ -49,6 +52,7 @@ from . import extensions as ext
 from .errors import RhetoricError
 
 DEFAULT_MAX_CHARS = 50_000
+LONG_DOC_CHARS = 100_000  # a paper longer than this is run in pieces (a long paper has 60-100k characters)
 TRF_DATA_KEY = ("._.", "trf_data", None, None)
 # cut after these, in order of preference (the separator stays with the left piece)
 _BREAKS = [re.compile(r"\n[ \t]*\n\s*"), re.compile(r"\n\s*"), re.compile(r"(?<=[.!?])\s+"), re.compile(r"\s+")]
@@ -183,14 +187,25 @@ def sentence_pieces(doc: Doc, max_chars: int) -> List[Tuple[int, int]]:
     return ranges
 
 
+def long_threshold(nlp: Language) -> int:
+    """Characters above which a paper is run in pieces: :data:`LONG_DOC_CHARS`,
+    or ``nlp.max_length`` where that is lower."""
+    return min(nlp.max_length, LONG_DOC_CHARS)
+
+
+def is_long_doc(nlp: Language, doc: Doc) -> bool:
+    """A paper :func:`process_long_doc` runs in pieces."""
+    return len(doc.text) > long_threshold(nlp)
+
+
 def process_long_doc(nlp: Language, doc: Doc, *, max_chars: int = DEFAULT_MAX_CHARS,
                      threshold: Optional[int] = None, disable: Sequence[str] = ()) -> Doc:
     """``nlp(doc)`` for a Doc with preset sentence starts; one longer than
-    ``threshold`` characters (default ``nlp.max_length``) in pieces of whole
+    ``threshold`` characters (default :func:`long_threshold`) in pieces of whole
     sentences of at most ``max_chars`` characters (see the module
     docstring); ``disable``: components left out (the sentence splitters)."""
     ext.install_extensions()
-    threshold = nlp.max_length if threshold is None else threshold
+    threshold = long_threshold(nlp) if threshold is None else threshold
     with nlp.select_pipes(disable=list(disable)):
         if len(doc.text) <= threshold or not doc.has_annotation("SENT_START"):
             return nlp(doc)

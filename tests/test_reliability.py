@@ -540,13 +540,21 @@ def test_process_long_doc_keeps_what_the_reader_set(model_dir, tmp_path):
 # -- a sentence without end: the models see bounded sentences --------------------------------------
 
 
-def test_a_paragraph_without_punctuation_gets_bounded_sentences(model_dir, tmp_path):
+def test_a_paragraph_without_punctuation_gets_bounded_sentences(model_dir, tmp_path, monkeypatch):
     """A 5,000-word paragraph with no full stop (one 5,000-token sentence,
     where a 1 MB one took 3.5 GB through the demo pipeline) is cut into
     sentences of at most MAX_SENTENCE_TOKENS tokens, at a comma where one is
-    near; the Doc's text is the paper's, every sentence is annotated."""
+    near; the Doc's text is the paper's, every sentence is annotated. A paper
+    longer than long_docs.LONG_DOC_CHARS (here lowered) is annotated in
+    pieces of whole sentences."""
+    from spacy_rhetoric import long_docs
     from spacy_rhetoric.apps.annotate import annotate_corpus
     from spacy_rhetoric.readers.fulltext import MAX_SENTENCE_TOKENS
+
+    joined = []
+    monkeypatch.setattr(long_docs, "LONG_DOC_CHARS", 20_000)
+    monkeypatch.setattr(long_docs, "join_docs", lambda docs, _join=long_docs.join_docs: joined.append(len(docs))
+                        or _join(docs))
 
     words = [f"word{i % 97}" + ("," if i % 200 == 199 else "") for i in range(5000)]
     text = "We begin with one short sentence. " + " ".join(words)
@@ -563,3 +571,4 @@ def test_a_paragraph_without_punctuation_gets_bounded_sentences(model_dir, tmp_p
     assert summary["sentences"] == len(sents)
     records = [json.loads(line) for line in (tmp_path / "out" / "annotations.jsonl").read_text().splitlines()]
     assert len(records) == len(sents) and all(r["label"] for r in records)
+    assert joined == [1]  # 39,000 characters: one piece of whole sentences through process_long_doc

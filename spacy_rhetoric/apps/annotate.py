@@ -201,9 +201,12 @@ def annotate_docs(nlp: Language, docs: Sequence[Doc], settings: AnnotateSettings
 
 
 def is_long(nlp: Language, doc: Doc) -> bool:
-    """A paper longer than ``nlp.max_length``: annotated in pieces of whole
+    """A paper longer than ``long_docs.long_threshold`` (100,000 characters,
+    or ``nlp.max_length`` where lower): annotated in pieces of whole
     sentences (``long_docs.process_long_doc``), in this process."""
-    return len(doc.text) > nlp.max_length
+    from ..long_docs import is_long_doc
+
+    return is_long_doc(nlp, doc)
 
 
 def _combine(results, settings: AnnotateSettings) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:

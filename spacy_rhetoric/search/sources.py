@@ -208,18 +208,16 @@ def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
     """Run ``nlp`` over paper records (preset boundaries kept: sentence
     splitters disabled) and collect every sentence's vector and row (with
     the paper's ``input``, the corpus file it came from)."""
-    from ..long_docs import process_long_doc
+    from ..long_docs import is_long_doc, process_long_doc
     from ..readers.common import sentence_splitters
 
     docs = [paper_doc(nlp, p) for p in papers]
     golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
     matrices, rows = [], []
     splitters = sentence_splitters(nlp)
-    done = iter(nlp.pipe([d for d in docs if len(d.text) <= nlp.max_length], batch_size=batch_size,
-                         disable=splitters))
-    # a paper longer than nlp.max_length in pieces of whole sentences (long_docs)
-    annotated = (next(done) if len(d.text) <= nlp.max_length else process_long_doc(nlp, d, disable=splitters)
-                 for d in docs)
+    done = iter(nlp.pipe([d for d in docs if not is_long_doc(nlp, d)], batch_size=batch_size, disable=splitters))
+    # a long paper in pieces of whole sentences (long_docs.long_threshold)
+    annotated = (process_long_doc(nlp, d, disable=splitters) if is_long_doc(nlp, d) else next(done) for d in docs)
     for doc, gold, paper in zip(annotated, golds, papers):
         matrix, doc_rows = sentence_rows(doc, gold)
         for row in doc_rows:

@@ -261,9 +261,11 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
                 if char.isspace() and raw.FPDFText_IsGenerated(handle, i):
                     gap = True
                     continue
-                text = _normalise(char) if char and not (0xE000 <= code <= 0xF8FF) else ""
-                if not text:
-                    continue
+                if not " " < char < "\u02b0":  # Latin letters, digits, punctuation are as they are
+                    char = _normalise(char) if char and not (0xE000 <= code <= 0xF8FF) else ""
+                    if not char:
+                        continue
+                text = char
                 loose_box(handle, i, rect_ref)
                 obj = text_object(handle, i) or 0
                 font = fonts.get(obj)
