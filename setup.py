@@ -21,7 +21,7 @@ INSTALL_REQUIRES = [
     "wasabi",
     "faiss-cpu",
     "matplotlib",
-    "pypdfium2>=4.30",  # BSD-3/Apache-2.0 (PDFium): glyphs of the PDF reader (readers/pdf), chosen by benchmarks/bench_pdf.py
+    "pypdfium2>=4.30",  # BSD-3/Apache-2.0 (PDFium): glyphs of the PDF reader (readers/pdf), chosen by benchmarks/pdf/bench_pdf.py
     "defusedxml>=0.7",  # every XML reader (readers.fulltext.parse_xml_data)
 ]
 EXTRAS = {

@@ -3,7 +3,7 @@
 
 Reproducible: the same TSV gives the same JSON (lbfgs logistic regression,
 no randomness). ``--test-fraction 0.2`` trains on the 80 % side of the
-split by heading string that ``benchmarks/bench_section_tagger.py`` holds
+split by heading string that ``benchmarks/fullpaper/bench_section_tagger.py`` holds
 back (same ``--seed``), for a model that never saw the benchmark's headings.
 
     python scripts/build_section_model.py ../shared/data/ferosa-section-headings/section_mapping.tsv

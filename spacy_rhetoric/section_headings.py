@@ -1,7 +1,7 @@
 """Section headings -> section categories: parsing, keyword rules, the
 learned heading classifier and its training (used by
 ``rhetoric_section_tagger``, ``scripts/build_section_model.py`` and
-``benchmarks/bench_section_tagger.py``).
+``benchmarks/fullpaper/bench_section_tagger.py``).
 
 * :func:`parse_heading` splits a raw heading into its number (``"4.2"`` ->
   ``("4", "2")``; arabic, roman ``"IV."`` and letter ``"A.1"`` numbering) and

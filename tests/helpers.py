@@ -9,7 +9,7 @@ from spacy.util import registry
 from thinc.api import Config
 
 # The ablation configs the benchmarks train (not shipped: configs/ holds those).
-BENCHMARK_CONFIGS = Path(__file__).resolve().parent.parent / "benchmarks" / "configs"
+BENCHMARK_CONFIGS = Path(__file__).resolve().parent.parent / "benchmarks" / "common" / "configs"
 
 
 def benchmark_config(name: str) -> Path:

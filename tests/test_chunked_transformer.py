@@ -11,7 +11,7 @@ from spacy_rhetoric.ml import transformer as chunked
 from spacy_rhetoric.util import resolve_hf_model
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-BENCHMARK_CONFIGS = CONFIGS.parent / "benchmarks" / "configs"
+BENCHMARK_CONFIGS = CONFIGS.parent / "benchmarks" / "common" / "configs"
 TEXT = " ".join(
     f"Sentence number {i} describes the {w} of our method on the benchmark data." for i, w in
     enumerate(["aim", "result", "sample", "gap", "design", "limits"] * 6)

@@ -32,7 +32,7 @@ from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.resources import config_names, config_path
 
-# the shipped configs and the benchmarks' ablation configs (benchmarks/configs/)
+# the shipped configs and the benchmarks' ablation configs (benchmarks/common/configs/)
 CONFIG_PATHS = {**{name: config_path(name) for name in config_names()},
                 **{f"benchmarks/{p.stem}": p for p in sorted(BENCHMARK_CONFIGS.glob("*.cfg"))}}
 CONFIGS = sorted(CONFIG_PATHS)

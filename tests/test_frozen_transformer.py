@@ -45,7 +45,7 @@ def _weights(nlp):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """benchmarks/configs/classifier_sections_minilm_cpu.cfg trained 30 steps with a tiny BERT."""
+    """benchmarks/common/configs/classifier_sections_minilm_cpu.cfg trained 30 steps with a tiny BERT."""
     import torch
     from spacy.cli.train import train
 

@@ -1,4 +1,4 @@
-"""benchmarks/open_set.py helpers: label sampling, epoch scaling, loss names,
+"""benchmarks/encoder/open_set.py helpers: label sampling, epoch scaling, loss names,
 per-subset retrieval scores, the summary over seeds (training itself is run by
 the benchmark, not here)."""
 import importlib.util
@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 SPEC = importlib.util.spec_from_file_location(
-    "open_set", Path(__file__).resolve().parent.parent / "benchmarks" / "open_set.py")
+    "open_set", Path(__file__).resolve().parent.parent / "benchmarks" / "encoder" / "open_set.py")
 open_set = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(open_set)
 

@@ -312,7 +312,7 @@ def test_one_column_run_in_abstract_footnote(tmp_path, nlp):
 def test_real_pdf_against_grobid_tei(shared_data, nlp, stem, tei):
     """The Doc of a PDF has the shape of the TEI reader's Doc of the same
     paper, and (letters only) nearly the same body sentences:
-    benchmarks/bench_pdf.py measures 0.90-0.95; a regression below 0.88 fails."""
+    benchmarks/pdf/bench_pdf.py measures 0.90-0.95; a regression below 0.88 fails."""
     import unicodedata
 
     def key(text):

@@ -107,7 +107,7 @@ def unused_configs(names, project_words, demo_configs, test_sources):
 
 def test_every_shipped_config_is_used(tmp_path):
     """A config in configs/ is trained by project.yml, by the demo or loaded by a
-    test; an ablation the benchmarks alone use lives in benchmarks/configs/."""
+    test; an ablation the benchmarks alone use lives in benchmarks/common/configs/."""
     from spacy_rhetoric.apps import demo
 
     config = project(tmp_path)
@@ -118,7 +118,7 @@ def test_every_shipped_config_is_used(tmp_path):
     names = sorted(path.stem for path in CONFIGS.glob("*.cfg"))
     assert names and demo_configs
     unused = unused_configs(names, words, demo_configs, sources)
-    assert not unused, f"used by no workflow, demo or test: move to benchmarks/configs/ or delete: {unused}"
+    assert not unused, f"used by no workflow, demo or test: move to benchmarks/common/configs/ or delete: {unused}"
 
 
 def test_the_unused_config_check_can_fail():

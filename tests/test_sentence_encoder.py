@@ -329,14 +329,14 @@ def test_loss_must_be_a_metric_loss():
 
 
 def test_transformer_config_trains_and_round_trips(tmp_path):
-    """benchmarks/configs/encoder_trf.cfg: MiniLM (local weights) + listener; gradients reach the
+    """benchmarks/common/configs/encoder_trf.cfg: MiniLM (local weights) + listener; gradients reach the
     transformer and the pipeline reloads with identical vectors."""
     from pathlib import Path
 
     import torch
 
     torch.set_num_threads(1)
-    cfg_path = Path(__file__).resolve().parent.parent / "benchmarks" / "configs" / "encoder_trf.cfg"
+    cfg_path = Path(__file__).resolve().parent.parent / "benchmarks" / "common" / "configs" / "encoder_trf.cfg"
     corpus = tmp_path / "tiny.spacy"
     blank = spacy.blank("en")
     DocBin(store_user_data=True, docs=[e.reference for e in make_examples(blank, ABSTRACTS[:2])]).to_disk(corpus)

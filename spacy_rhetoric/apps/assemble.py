@@ -94,7 +94,7 @@ def shared_upstream(source: Language, name: str, factories: Sequence[str], nlp: 
     then the component gets its own copy (``detach_listeners``).
 
     A transformer listener that is not the component's ``model.tok2vec`` (one
-    input of a ``concatenate``, benchmarks/configs/classifier_sections_minilm_cpu.cfg) cannot be
+    input of a ``concatenate``, benchmarks/common/configs/classifier_sections_minilm_cpu.cfg) cannot be
     copied in: spaCy's ``replace_listeners`` hands a transformer's
     ``replace_listener_cfg`` the ``model.tok2vec`` block whatever the path.
     Its upstream is then sourced as a component of its own even with one

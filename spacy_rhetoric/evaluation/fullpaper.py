@@ -1,6 +1,6 @@
 """Scores of a coarse classifier on full papers with expert labels (MuLMS-AZ,
-ART / CoreSC): the one definition used by ``benchmarks/bench_fullpaper.py``
-and ``benchmarks/bench_fields.py``.
+ART / CoreSC): the one definition used by ``benchmarks/fullpaper/bench_fullpaper.py``
+and ``benchmarks/fullpaper/bench_fields.py``.
 
 :func:`sentence_rows` turns papers (gold ``label`` / ``gold_labels``,
 ``heading``, ``section`` from ``rhetoric_section_tagger``) into one row per

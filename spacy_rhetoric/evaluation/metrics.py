@@ -89,7 +89,7 @@ def retrieval_scores(vectors, labels: Sequence[str]) -> Dict[str, float]:
     The figures equal pytorch-metric-learning's ``AccuracyCalculator``
     (``precision_at_1``, ``mean_average_precision_at_r`` with the query set as
     reference; checked in ``tests/test_evaluation.py``). This implementation
-    is kept because it is faster (``benchmarks/bench_retrieval.py`` compares
+    is kept because it is faster (``benchmarks/encoder/bench_retrieval.py`` compares
     the two), breaks ties by index (deterministic figures with duplicate
     sentences) and counts the lone queries it leaves out.
     """

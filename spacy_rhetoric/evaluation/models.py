@@ -2,7 +2,7 @@
 directory/package, or ``raw:<hf name>`` (plain transformer, mean pooling, no
 fine-tuning; ``raw-minilm`` is an alias). The library side of
 ``spacy-rhetoric evaluate`` (``cli/evaluate.py``) and of
-``benchmarks/bench_embeddings.py``; the metrics are ``metrics.py``'s.
+``benchmarks/encoder/bench_embeddings.py``; the metrics are ``metrics.py``'s.
 """
 import time
 from pathlib import Path

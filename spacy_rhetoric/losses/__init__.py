@@ -64,7 +64,7 @@ terms). The softmax, margin-graded and cosine-pair losses have no PML
 counterpart (PML's ``NormalizedSoftmaxLoss`` normalises the weights).
 
 The implementations here are kept, not replaced by calls to PML, because
-they are faster (``benchmarks/bench_losses.py`` times one forward + backward
+they are faster (``benchmarks/encoder/bench_losses.py`` times one forward + backward
 of each against PML's; PML's NT-Xent builds a positive-pair x negative-pair
 matrix). Also, PML is not a run-time dependency, and the class-weight losses
 keep the ``initialize`` / ``needs_classes`` interface, the ``weight``

@@ -237,7 +237,7 @@ def csabstruct_docs(path: Union[str, Path], nlp: Language) -> List[Doc]:
 
 def pmc_splits(path: Union[str, Path], nlp: Language) -> Tuple[List[Doc], List[Doc], List[Doc]]:
     """PMC-Sents-FULL ``dev.jsonl`` (coarse labels) split by article as
-    benchmarks/run_pmc.sh does: (train_fit, valid, test) = 80 % (seed 0) of the
+    benchmarks/classifier/run_pmc.sh does: (train_fit, valid, test) = 80 % (seed 0) of the
     ids split again 90/10 (seed 1), and the other 20 %."""
     from .pmc import read_pmc_sents
     from .splits import split_doc_ids
@@ -270,7 +270,7 @@ def build_section_corpus(data: Union[str, Path], output: Union[str, Path], *, sc
     train_fit + ``scisumm_train_papers`` CL-SciSumm training papers, weak
     labels), ``dev.spacy`` (CSAbstruct dev + PMC valid: model selection),
     ``csabstruct_dev.spacy``, ``pmc_test.spacy`` (the article-disjoint test
-    split of benchmarks/run_pmc.sh, see ``pmc_splits``) and
+    split of benchmarks/classifier/run_pmc.sh, see ``pmc_splits``) and
     ``scisumm_heldout.spacy`` (whole held-out papers,
     ``scisumm_heldout_share`` of the paper ids, ``splits.split_doc_ids``;
     weak labels). Returns counts per file."""
@@ -369,7 +369,7 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     beside 1,668 abstracts: the copies weigh the full papers up; section
     dropout makes each copy a different view in every epoch); ``dev.spacy`` = CSAbstruct dev;
     ``heldout.spacy`` = the held-out MuLMS-AZ papers (when any: the
-    cross-validation of ``benchmarks/bench_fullpaper.py``). ``coresc``: an
+    cross-validation of ``benchmarks/fullpaper/bench_fullpaper.py``). ``coresc``: an
     ART / CoreSC file or folder whose papers join ``train.spacy`` once each
     (chemistry; off by default: ART is licensed CC BY-NC, and a pipeline
     trained on it inherits the non-commercial condition). Returns counts."""

@@ -5,7 +5,7 @@ public): the distinct doc ids (``doc._.rhetoric_doc_id``, set by the readers;
 docs with the same id stay together) are sorted, shuffled with
 ``numpy.random.default_rng(seed)``, and the first ``round(share * n)`` ids go
 to TRAIN, the rest to TEST. No id is on both sides. This is the split
-``benchmarks/bench_embeddings.py`` uses for PMC-Sents-FULL, so models trained
+``benchmarks/encoder/bench_embeddings.py`` uses for PMC-Sents-FULL, so models trained
 on TRAIN are scored on the same test articles as the baseline rows there.
 A doc without an id is an error (the split could not keep it disjoint).
 Command line: ``spacy-rhetoric split``.
@@ -14,7 +14,7 @@ Cross-validation folds (:func:`kfold_doc_ids`; ``split --folds K --fold I``):
 the same sorted, seeded permutation of the distinct ids dealt into ``K``
 folds in turn (fold ``i`` holds permuted ids ``i``, ``i + K``, ...), so the
 folds are document-disjoint, cover every id once and differ in size by at
-most one. ``benchmarks/bench_fields.py`` cross-validates on ART / CoreSC
+most one. ``benchmarks/fullpaper/bench_fields.py`` cross-validates on ART / CoreSC
 (225 papers, no published split) with ``K = 5``, seed 0.
 
 With ``labels`` (one per item of ``ids``), the split is also stratified by

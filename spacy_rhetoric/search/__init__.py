@@ -40,7 +40,7 @@ re-ranked exactly; it builds in minutes on one thread where HNSW takes far
 longer); ``"hnsw"`` (``HNSW_FACTORY``), ``"flat"`` or any faiss
 ``index_factory`` string override it. Search parameters (``nprobe``,
 ``efSearch``) are stored in ``index.json``. Recall@10 and ms/query at 100k
-and 1M vectors: ``benchmarks/bench_search.py``.
+and 1M vectors: ``benchmarks/search/bench_search.py``.
 
 Filtered search: the ids allowed by the filters come from SQLite; up to
 ``SUBSET_EXACT_MAX`` of them are searched exactly (their vectors

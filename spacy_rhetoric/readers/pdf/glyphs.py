@@ -1,5 +1,5 @@
 """PDF pages -> positioned glyphs, with one of two libraries (chosen by
-measurement, benchmarks/bench_pdf.py):
+measurement, benchmarks/pdf/bench_pdf.py):
 
 * ``pdfium`` (default): pypdfium2, Google's PDFium (BSD-3 / Apache-2.0),
   a compiled engine: per character its box (``GetLooseCharBox``), baseline
@@ -130,7 +130,7 @@ def _normalise(text: str) -> str:
 
 def load_pages_pdfminer(path: Path, *, password: str = "") -> List[Page]:
     """Glyphs and rules of every page read with pdfminer.six (pure Python,
-    slower than PDFium; kept as the alternative ``benchmarks/bench_pdf.py`` measures)."""
+    slower than PDFium; kept as the alternative ``benchmarks/pdf/bench_pdf.py`` measures)."""
     from pdfminer.converter import PDFPageAggregator
     from pdfminer.layout import LTChar, LTCurve, LTFigure
     from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect

@@ -1,0 +1,191 @@
+"""Every field: does a classifier tell a paper's own work from background in
+chemistry (ART / CoreSC) as in materials science (MuLMS-AZ)?
+
+Corpora (full papers with expert sentence labels, sections from the default
+``rhetoric_section_tagger``):
+
+* ART / CoreSC (``readers.coresc``; 225 chemistry and biochemistry papers,
+  CC BY-NC): 5 document-disjoint folds of the paper ids,
+  ``readers.splits.kfold_doc_ids(ids, n_folds=5, seed=0)`` (``ART_SEED``);
+* MuLMS-AZ (``readers.mulms``; 36 materials-science papers): its own folds
+  ``train1``..``train5``.
+
+Rows, all in one run, each scored per fold of the corpus it is scored on
+and averaged (``spacy_rhetoric.evaluation.fullpaper``: lenient, single
+accuracy, macro-F1 and per-class F1, echo, and each corpus's share of its
+method + result sentences predicted ``background``):
+
+* ``heading lookup``: ``bench_fullpaper``'s fixed lookup on the raw
+  heading (its default: the training data's most frequent label);
+* ``TF-IDF + heading + position + neighbours LogReg``: ``bench_fullpaper``'s
+  scikit-learn row;
+
+each trained
+
+* **in field**: on the other folds of the same corpus (cross-validation);
+* **cross field**: without the corpus scored: CSAbstruct train (computer
+  science abstracts, heading "Abstract") + the other corpus (the data a
+  pipeline trained on CSAbstruct + MuLMS-AZ has seen, when scored on ART);
+  one model, scored on every fold;
+* **all fields** (``--all-fields``): the other folds + the other corpus +
+  CSAbstruct train;
+
+and ``--pipeline PATH``: a trained pipeline as it is (e.g. ``.demo/pipeline``),
+scored on ART (its sections from its own tagger).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/fullpaper/bench_fields.py --data ../shared/data \\
+        [--all-fields] [--pipeline .demo/pipeline] --out benchmarks/fullpaper/results/fields.json
+"""
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Dict, List
+
+from bench_fullpaper import lookup_label, pipeline_predictions, sklearn_rows
+
+from spacy_rhetoric.evaluation.fullpaper import mean_of, score, sentence_rows
+
+ART_FOLDS, ART_SEED = 5, 0
+CORPORA = ("ART", "MuLMS-AZ")
+LOGREG = "TF-IDF + heading + position + neighbours LogReg"
+
+
+def art_fold_names(docs) -> List[str]:
+    """Each ART paper's fold (``fold1``..``fold5``)."""
+    from spacy_rhetoric.extensions import get_doc_value
+    from spacy_rhetoric.readers.splits import kfold_doc_ids
+
+    ids = [str(get_doc_value(d, "doc_id")) for d in docs]
+    fold_of = {i: f"fold{k + 1}" for k, fold in enumerate(kfold_doc_ids(ids, n_folds=ART_FOLDS, seed=ART_SEED))
+               for i in fold}
+    return [fold_of[i] for i in ids]
+
+
+def load(data: Path):
+    """(docs, rows) per corpus, and the CSAbstruct train rows."""
+    import spacy
+
+    from spacy_rhetoric.readers.coresc import read_coresc
+    from spacy_rhetoric.readers.section_labels import csabstruct_docs, mulms_docs
+
+    nlp = spacy.blank("en")
+    tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger")
+    art = [tagger(d) for d in read_coresc(data / "coresc-art", nlp)]
+    mulms = mulms_docs(data / "mulms-az" / "train.jsonl", nlp, tagger)
+    corpora = {"ART": (art, sentence_rows(art)), "MuLMS-AZ": (mulms, sentence_rows(mulms))}
+    folds = art_fold_names(art)
+    for row in corpora["ART"][1]:
+        row["fold"] = folds[row["doc"]]
+    abstracts = sentence_rows(csabstruct_docs(data / "csabstruct" / "train.jsonl", nlp))
+    return corpora, abstracts
+
+
+Predict = Callable[[List[Dict], List[Dict]], List[str]]
+
+
+def lookup(train: List[Dict], test: List[Dict]) -> List[str]:
+    default = Counter(r["label"] for r in train if r["label"]).most_common(1)[0][0]
+    return [lookup_label(r["heading"], default) for r in test]
+
+
+def logreg(train: List[Dict], test: List[Dict]) -> List[str]:
+    return sklearn_rows(train, test, heading=True, position=True, neighbours=True)
+
+
+def folds_of(rows: List[Dict]) -> List[str]:
+    return sorted({r["fold"] for r in rows})
+
+
+def scored_folds(rows: List[Dict], preds: List[str]) -> Dict[str, Dict]:
+    """Scores of one prediction per row, per fold."""
+    out = {}
+    for fold in folds_of(rows):
+        pairs = [(r, p) for r, p in zip(rows, preds) if r["fold"] == fold]
+        out[fold] = score([r for r, _ in pairs], [p for _, p in pairs])
+    return out
+
+
+def in_field(rows: List[Dict], predict: Predict, extra: List[Dict] = ()) -> Dict[str, Dict]:
+    """Cross-validation over the folds of ``rows`` (``extra``: more training rows)."""
+    out = {}
+    for fold in folds_of(rows):
+        test = [r for r in rows if r["fold"] == fold]
+        train = [r for r in rows if r["fold"] != fold] + list(extra)
+        out[fold] = score(test, predict(train, test))
+    return out
+
+
+def report_row(results: Dict, corpus: str, name: str, folds: Dict[str, Dict], seconds: float) -> None:
+    mean = mean_of(folds)
+    results.setdefault(corpus, {})[name] = {"folds": folds, "mean": mean, "seconds": round(seconds, 1)}
+    own = mean["own_work_as_background"]
+    print(f"{corpus:<9} {name:<72} lenient {mean['lenient']:.3f}  single {mean['single_acc']:.3f}  "
+          f"macro-F1 {mean['single_macro_f1']:.3f}  F1 " + " / ".join(
+              f"{c[:3]} {f:.2f}" for c, f in mean["per_class_f1"].items())
+          + f"  own->bg {own['share']:.3f} (n {own['n']})  echo "
+          + json.dumps({k: round(v["share"], 2) for k, v in mean["echo"].items()}) + f"  {seconds:.0f} s", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--all-fields", action="store_true", help="also train on every corpus but the test fold")
+    parser.add_argument("--pipeline", type=Path, default=None, help="a trained pipeline, scored on all of ART")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    started = time.time()
+    corpora, abstracts = load(args.data)
+    print(f"read: ART {len(corpora['ART'][0])} papers, MuLMS-AZ {len(corpora['MuLMS-AZ'][0])} papers, "
+          f"CSAbstruct train {len({r['doc'] for r in abstracts})} abstracts ({time.time() - started:.0f} s)", flush=True)
+    results: Dict[str, Dict] = {}
+    for corpus in CORPORA:
+        rows = corpora[corpus][1]
+        other = corpora[CORPORA[1 - CORPORA.index(corpus)]][1]
+        for label, predict in (("heading lookup", lookup), (LOGREG, logreg)):
+            t0 = time.time()
+            report_row(results, corpus, f"{label}: in field ({corpus} CV)", in_field(rows, predict), time.time() - t0)
+            t0 = time.time()
+            other_name = CORPORA[1 - CORPORA.index(corpus)]
+            report_row(results, corpus, f"{label}: cross field (CSAbstruct + {other_name})",
+                       scored_folds(rows, predict(abstracts + other, rows)), time.time() - t0)
+            if args.all_fields:
+                t0 = time.time()
+                report_row(results, corpus, f"{label}: all fields ({corpus} CV + {other_name} + CSAbstruct)",
+                           in_field(rows, predict, extra=abstracts + other), time.time() - t0)
+
+    if args.pipeline:
+        import spacy
+
+        t0 = time.time()
+        nlp = spacy.load(args.pipeline, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "ner",
+                                                 "rhetoric_phrase_labeler", "rhetoric_sentence_encoder"])
+        docs, rows = corpora["ART"]
+        preds = [p for doc_preds in pipeline_predictions(nlp, docs) for p in doc_preds]
+        report_row(results, "ART", f"pipeline {args.pipeline} (as it is)", scored_folds(rows, preds),
+                   time.time() - t0)
+
+    report = {
+        "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": round(time.time() - started),
+        "art_folds": {"n_folds": ART_FOLDS, "seed": ART_SEED},
+        "corpora": {c: {"papers": len(docs), "scored": sum(r["scored"] for r in rows),
+                        "single": sum(r["scored"] and r["single"] for r in rows)}
+                    for c, (docs, rows) in corpora.items()},
+        "rows": results,
+    }
+    print(f"{report['seconds']} s; " + "; ".join(f"{c}: {v['papers']} papers, {v['scored']} scored sentences "
+                                                  f"({v['single']} single)" for c, v in report["corpora"].items()))
+    if args.out:
+        from spacy_rhetoric.io import atomic_path
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(args.out) as tmp:
+            Path(tmp).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

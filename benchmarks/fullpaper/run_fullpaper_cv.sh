@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The per-fold trainings of benchmarks/fullpaper/bench_fullpaper.py: for each MuLMS-AZ fold, the full-paper classifier
+# (configs/classifier.cfg) trained on CSAbstruct train + the other four folds'
+# papers (each paper 3 times), model-last kept (no model selection on the held-out fold).
+#   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
+# A fold whose model-last exists is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CV_DIR=${CV_DIR:-training/fullpaper_cv}
+STEPS=${STEPS:-2000}
+PARALLEL=${PARALLEL:-1}
+DATA=${SPACY_RHETORIC_DATA:-../shared/data}
+PY=${PY:-.venv/bin/python}
+export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+run_fold() {
+  local fold=$1; shift
+  local dir=$CV_DIR/$fold
+  [ -d "$dir/model/model-last" ] && { echo "$fold: done"; return 0; }
+  [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" --fullpaper \
+      --heldout-folds "$fold" > "$dir.corpus.json"
+  $PY -m spacy train configs/classifier.cfg --output "$dir/model" \
+    --paths.train "$dir/train.spacy" --paths.dev "$dir/dev.spacy" --training.max_steps "$STEPS" \
+    --training.eval_frequency 1000 "$@" > "$dir/train.log" 2>&1
+  echo "$fold: trained"
+}
+mkdir -p "$CV_DIR"
+pids=()
+for fold in train1 train2 train3 train4 train5; do
+  run_fold "$fold" "$@" &
+  pids+=($!)
+  if [ "${#pids[@]}" -ge "$PARALLEL" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+wait
