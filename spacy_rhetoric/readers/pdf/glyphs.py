@@ -181,7 +181,7 @@ def load_pages_pdfminer(path: Path, *, password: str = "") -> List[Page]:
                 main = _main_turn(by_turn)
                 turn = turns.get(main) or _Turn(0, layout.width, layout.height)
                 pages.append(Page(number, turn.width, turn.height, by_turn.get(main, []), rules if main == 0 else []))
-    except PDFReadError:
+    except (PDFReadError, RhetoricError):  # RhetoricError: the read budget (a ValueError)
         raise
     except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
         raise PDFReadError(f"encrypted PDF (a password is needed): {type(exc).__name__}") from None
@@ -205,8 +205,9 @@ def _prototype(function, restype, *argtypes):
     return ctypes.CFUNCTYPE(restype, *argtypes)(ctypes.cast(function, ctypes.c_void_p).value)
 
 
-def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
-    """Glyphs of every page read with PDFium (pypdfium2)."""
+def _open_pdfium(path: Path, password: str):
+    """The pypdfium2 document (a PDFReadError saying why it cannot be
+    opened), with a warning when its owner forbids copying its text."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
@@ -221,6 +222,17 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
             raise PDFReadError("PDF has 0 pages") from None  # PDFium refuses a page tree without pages
         what = "truncated PDF (no %%EOF at its end)" if _truncated(path) else "broken PDF"
         raise PDFReadError(f"{what}: {text}") from None
+    if raw.FPDF_GetSecurityHandlerRevision(document.raw) != -1 and not raw.FPDF_GetDocPermissions(document.raw) & 0x10:
+        logger.warning("%s: %s", path, NO_COPY_NOTE)  # bit 5: copy or otherwise extract text
+    return document
+
+
+def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
+    """Glyphs of every page read with PDFium (pypdfium2)."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    document = _open_pdfium(path, password)
     pages: List[Page] = []
     # The per-character calls with plain C types (a text object as an address: faster than casting)
     text_object = _prototype(raw.FPDFText_GetTextObject, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
@@ -232,8 +244,6 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
     ox, oy = ctypes.c_double(), ctypes.c_double()
     name = ctypes.create_string_buffer(256)
     flags = ctypes.c_int()
-    if raw.FPDF_GetSecurityHandlerRevision(document.raw) != -1 and not raw.FPDF_GetDocPermissions(document.raw) & 0x10:
-        logger.warning("%s: %s", path, NO_COPY_NOTE)  # bit 5: copy or otherwise extract text
     try:
         for number in range(1, len(document) + 1):
             check_budget()
@@ -302,6 +312,8 @@ def load_pages_pdfium(path: Path, *, password: str = "") -> List[Page]:
             main = _main_turn(by_turn)
             size = (turns[main].width, turns[main].height) if main else (width, height)
             pages.append(Page(number, *size, by_turn.get(main, []), []))
+    except RhetoricError:  # the read budget (a ValueError)
+        raise
     except (pdfium.PdfiumError, ValueError, OSError, ctypes.ArgumentError) as exc:
         raise PDFReadError(f"broken PDF: {type(exc).__name__}: {exc}") from None
     finally:
