@@ -526,7 +526,8 @@ def test_grobid_deadline_and_size_cap(tiny_pdf, nlp, bad_grobid, mode, timeout, 
     bad_grobid.mode = mode
     url = f"http://127.0.0.1:{bad_grobid.server_port}"
     start = time.monotonic()
-    with pytest.raises(ReaderError, match=re.escape(tiny_pdf.name) + ".*GROBID at .*" + reason):
+    with pytest.raises(ReaderError, match=re.escape(tiny_pdf.name) + r": GROBID \(host 127.0.0.1, port \d+\) "
+                       + reason):
         read_paper(tiny_pdf, nlp, grobid=url, grobid_timeout=timeout)
     assert time.monotonic() - start < timeout + 3
 

@@ -78,7 +78,7 @@ def _body(path: Path, boundary: str) -> bytes:
 def _connection(endpoint: str, timeout: float) -> http.client.HTTPConnection:
     parts = urllib.parse.urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {endpoint!r}")
+        raise ValueError("is not an http(s) URL")
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     return cls(parts.hostname, parts.port, timeout=timeout)
 
@@ -105,24 +105,26 @@ def grobid_tei(path: Path, url: str, *, timeout: float = TIMEOUT, max_bytes: int
     seconds in all (see the module docstring)."""
     path = Path(path)
     endpoint = url.rstrip("/") + "/" + ENDPOINT
-    where = f"GROBID at {endpoint}"
     if not timeout or timeout <= 0:
         raise ReaderError(path, None, f"the GROBID timeout must be more than 0 seconds, got {timeout}")
     boundary = uuid.uuid4().hex
     body = _body(path, boundary)
     try:
         conn = _connection(endpoint, timeout)
+        parts = urllib.parse.urlsplit(endpoint)
+        # no colon before what happened: ReadStats counts skips by the text before the first one
+        where = f"GROBID (host {parts.hostname}, port {parts.port or (443 if parts.scheme == 'https' else 80)})"
     except ValueError as exc:
-        raise ReaderError(path, None, f"{where}: {exc}") from None
-    target = urllib.parse.urlsplit(endpoint)
-    target = target.path + (f"?{target.query}" if target.query else "")
+        raise ReaderError(path, None, f"GROBID URL {url!r} {exc}") from None
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
     with _Deadline(conn, timeout) as deadline:
         try:
             conn.request("POST", target, body=body, headers={
                 "Content-Type": f"multipart/form-data; boundary={boundary}", "Accept": "application/xml"})
             response = conn.getresponse()
             if response.status >= 400:
-                raise ReaderError(path, None, f"{where} answered HTTP {response.status} {response.reason}")
+                raise ReaderError(path, None, f"{where} answered HTTP {response.status} {response.reason} "
+                                              f"to POST {parts.path}")
             tei = _read_answer(response, deadline, max_bytes)
         except ConnectionRefusedError:
             raise ReaderError(path, None, f"{where} refused the connection (is the server running?)") from None
@@ -148,7 +150,7 @@ def parse_grobid_tei(path: Path, tei: bytes, url: str) -> Paper:
         try:
             paper = parse_tei(tei_path)
         except ReaderError as exc:
-            raise ReaderError(path, None, f"GROBID at {url} answered no usable TEI: {exc.reason}") from None
+            raise ReaderError(path, None, f"GROBID answered no usable TEI ({exc.reason})") from None
     return paper
 
 
