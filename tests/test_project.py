@@ -182,3 +182,39 @@ def test_assemble_takes_the_classifier_and_the_encoder_from_different_pipelines(
     assert "own copy" in report[CLASSIFIER] and "own copy" in report[ENCODER]
     out = nlp("We propose a parser. It works well.")
     assert all(s._.rhetoric_label is not None and s._.rhetoric_vector is not None for s in out.sents)
+
+
+BENCHMARKS = ROOT / "benchmarks"
+# not question folders: run outputs (git-ignored) and Python's caches
+BENCHMARK_SKIP = {"out", "__pycache__"}
+
+
+def benchmark_layout_problems(root: Path):
+    """What breaks the one-folder-per-question layout of `root` (benchmarks/): a
+    file at its top other than README.md, a question folder without a README.md."""
+    problems = [f"loose at the top: {p.name}" for p in sorted(root.iterdir())
+                if p.is_file() and p.name != "README.md"]
+    if not (root / "README.md").is_file():
+        problems.append("no README.md (the index of the question folders)")
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        if folder.name in BENCHMARK_SKIP or folder.name.startswith("."):
+            continue
+        if not (folder / "README.md").is_file():
+            problems.append(f"no README.md in {folder.name}/")
+    return problems
+
+
+def test_benchmarks_live_in_question_folders():
+    """Every benchmark script sits in a question folder with a README.md."""
+    assert not benchmark_layout_problems(BENCHMARKS)
+
+
+def test_the_benchmark_layout_check_can_fail(tmp_path):
+    """The layout before the question folders: scripts and results/ at the top."""
+    (tmp_path / "README.md").write_text("# Benchmarks\n")
+    (tmp_path / "bench_pdf.py").write_text("")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "speed").mkdir()
+    (tmp_path / "speed" / "bench_annotate.py").write_text("")
+    assert benchmark_layout_problems(tmp_path) == [
+        "loose at the top: bench_pdf.py", "no README.md in results/", "no README.md in speed/"]

@@ -1,5 +1,5 @@
 """Bad-input probes: ordinary mistakes a user makes with the command line, what
-they see now and the exit code. Prints two Markdown tables (benchmarks/README.md,
+they see now and the exit code. Prints two Markdown tables (docs/notes/benchmark-log.md,
 "Bad input"): the ordinary mistakes, then the probes of issue 24 (a hostile but
 ordinary user: special output files, same-named papers, outputs inside the
 pipeline, a 1.2M-character paper, deeply nested XML, entity declarations, bad
@@ -10,7 +10,7 @@ special file was touched (or that the result is right). Then the limits
 (`--only-limits`): pathological PDFs, a 1 MB sentence and GROBID servers
 that never answer, drip or answer 50 MB, with wall time and peak RSS.
 
-    .venv/bin/python benchmarks/bad_input.py [--data ../shared/data] [--only-issue] [--only-limits]
+    .venv/bin/python benchmarks/reliability/bad_input.py [--data ../shared/data] [--only-issue] [--only-limits]
 
 Every probe runs `python -m spacy_rhetoric ...` in a scratch directory with
 tiny inputs written here (a two-abstract CSAbstruct file, an untrained
@@ -205,7 +205,7 @@ def setup_issue(tmp: Path, data: Path) -> None:
     import spacy
     from spacy.tokens import DocBin
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from spacy_rhetoric.readers.common import doc_from_sentences
 
     DocBin(docs=[doc_from_sentences(spacy.blank("en"), ["We parse.", "It works."], labels=["objective", "result"])],
@@ -748,7 +748,7 @@ def run_limit_probes(tmp: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
     parser.add_argument("--only-issue", action="store_true", help="Only the probes of issue 24")
     parser.add_argument("--only-limits", action="store_true", help="Only the limits: pathological PDFs, a 1 MB "
                         "sentence, GROBID that never answers (time and peak memory)")
