@@ -3,7 +3,7 @@ top layers of a Hugging Face encoder (all-MiniLM-L6-v2 by default) on the
 sentences of the full papers when the pipe is initialized, where the
 closed-form members (``ml/tfidf_member.py``) are fitted.
 
-Why. On the MuLMS-AZ folds (``benchmarks/bench_fullpaper.py``) a logistic
+Why. On the MuLMS-AZ folds (``benchmarks/fullpaper/bench_fullpaper.py``) a logistic
 regression over *frozen* MiniLM vectors was the weakest member; the same
 encoder fine-tuned on the sentence with its heading and neighbours read it
 better than every other member. Fine-tuning needs gradients

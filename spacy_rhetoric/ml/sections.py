@@ -27,7 +27,7 @@ label names come from ``model.attrs["labels"]``, which
 ``rhetoric_function_classifier`` fills at ``initialize`` (and which is saved
 with the model); without ``forced_label`` among them nothing is forced.
 ``use_sections = false`` gives the same network with all-zero section
-features and no rule: the baseline of ``benchmarks/bench_sections.py``.
+features and no rule: the baseline of ``benchmarks/classifier/bench_sections.py``.
 """
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 

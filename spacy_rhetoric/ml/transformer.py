@@ -173,7 +173,7 @@ def make_initialize_frozen(components: Sequence[str] = ("transformer",)) -> Call
 
     ``spacy train`` initializes only the components it will update, so a
     transformer that is frozen from the start (a fixed feature extractor, as
-    in benchmarks/configs/classifier_sections_minilm_cpu.cfg) would never load its pretrained
+    in benchmarks/common/configs/classifier_sections_minilm_cpu.cfg) would never load its pretrained
     weights; spaCy's own answer is to source it from a trained pipeline, which
     needs a second pipeline on disk. ``Transformer.initialize`` needs no
     examples (it loads the weights), so it is called here with none. It links
