@@ -628,8 +628,9 @@ def run_measured(args: List[str], cwd: Path, timeout: int = 600) -> Tuple[int, s
 
 
 READ_CODE = ("import sys, time, spacy; from spacy_rhetoric.readers.papers import read_paper; "
-             "nlp = spacy.blank('en'); t = time.perf_counter(); doc = read_paper(sys.argv[1], nlp, read_timeout=0); "
-             "print(f'READ {time.perf_counter() - t:.2f} s, {len(doc)} tokens, '"
+             "nlp = spacy.blank('en'); t, c = time.perf_counter(), time.process_time(); "
+             "doc = read_paper(sys.argv[1], nlp, read_timeout=0); "
+             "print(f'READ {time.perf_counter() - t:.2f} s ({time.process_time() - c:.2f} s CPU), {len(doc)} tokens, '"
              "f'{max(len(s) for s in doc.sents)} tokens in the longest sentence')")
 
 
