@@ -2,7 +2,10 @@
 by position with no space characters, two columns, a running footer, a
 caption), bad PDFs (no text layer, encrypted, truncated, not a PDF, 0 pages),
 the two real ACL PDFs of shared/data/paper-pdfs, and --grobid against a local
-HTTP server that stands in for GROBID."""
+HTTP server that stands in for GROBID; the limits: long paragraphs and words
+read in linear time, text turned by its text matrix, an owner password that
+forbids copying, GROBID servers that never answer, drip or answer too much
+(--grobid-timeout), a file past --read-timeout skipped and counted."""
 import http.server
 import io
 import re
