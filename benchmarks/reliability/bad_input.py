@@ -1,6 +1,6 @@
 """Bad-input probes: ordinary mistakes a user makes with the command line, what
 they see now and the exit code. Prints two Markdown tables (docs/notes/benchmark-log.md,
-"Bad input"): the ordinary mistakes, then the probes of issue 24 (a hostile but
+"Bad input"): the ordinary mistakes, then the hostile probes (a hostile but
 ordinary user: special output files, same-named papers, outputs inside the
 pipeline, a 1.2M-character paper, deeply nested XML, entity declarations, bad
 link inputs, huge --n-process, corrupt indexes, pickles, ...), each with its
@@ -10,7 +10,7 @@ special file was touched (or that the result is right). Then the limits
 (`--only-limits`): pathological PDFs, a 1 MB sentence and GROBID servers
 that never answer, drip or answer 50 MB, with wall time and peak RSS.
 
-    .venv/bin/python benchmarks/reliability/bad_input.py [--data ../shared/data] [--only-issue] [--only-limits]
+    .venv/bin/python benchmarks/reliability/bad_input.py [--data ../shared/data] [--only-hostile] [--only-limits]
 
 Every probe runs `python -m spacy_rhetoric ...` in a scratch directory with
 tiny inputs written here (a two-abstract CSAbstruct file, an untrained
@@ -79,7 +79,7 @@ def make_model(path: Path) -> None:
     nlp.initialize()
     nlp.to_disk(path)
 
-# -- the probes of issue 24 ----------------------------------------------------------------------
+# -- the hostile probes ----------------------------------------------------------------------------
 
 TEI = ('<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>{title}</title>'
        '</titleStmt></fileDesc></teiHeader><text><body><div><head>Introduction</head><p>{body}</p></div>'
@@ -128,8 +128,8 @@ def docbin_count(path: Path) -> int:
     return len(list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))) if path.exists() else 0
 
 
-def setup_issue(tmp: Path, data: Path) -> None:
-    """The scratch files of the issue-24 probes (WORK/ in the issue)."""
+def setup_hostile(tmp: Path, data: Path) -> None:
+    """The scratch files of the hostile probes (WORK/)."""
     w = tmp
     (w / "p.tei.xml").write_text(TEI.format(title="A paper", body=GOOD_TEXT), encoding="utf8")
     (w / "dev").mkdir()
@@ -228,7 +228,7 @@ def align_sentences(tmp: Path) -> Tuple[int, int]:
 Check = Callable[[Path], bool]
 
 
-def issue_probes(tmp: Path, data: Path) -> List[Tuple[str, str, List[str], int, Check]]:
+def hostile_probes(tmp: Path, data: Path) -> List[Tuple[str, str, List[str], int, Check]]:
     """(item, probe, argv, expected exit code, check of the files afterwards)."""
     import json
 
@@ -495,8 +495,8 @@ def _index_inputs(path: Path) -> set:
         con.close()
 
 
-def run_issue_probes(tmp: Path, data: Path) -> None:
-    setup_issue(tmp, data)
+def run_hostile_probes(tmp: Path, data: Path) -> None:
+    setup_hostile(tmp, data)
     # the indexes item 9 breaks: one good index, then a corrupt and an edited copy
     run(["index", "model", "small", "-o", "good.index"], tmp)
     shutil.copytree(tmp / "good.index", tmp / "corrupt.index")
@@ -512,7 +512,7 @@ def run_issue_probes(tmp: Path, data: Path) -> None:
     print("| item | probe | command | what the user sees | exit | s | OK |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     n_ok = 0
-    probes = issue_probes(tmp, data) + file_probes(tmp, setup_files(tmp))
+    probes = hostile_probes(tmp, data) + file_probes(tmp, setup_files(tmp))
     for item, name, argv, expected, check in probes:
         BEFORE.get(name, lambda w: None)(tmp)
         code, seen, seconds, out = run_timed(argv, tmp)
@@ -750,7 +750,7 @@ def run_limit_probes(tmp: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
-    parser.add_argument("--only-issue", action="store_true", help="Only the probes of issue 24")
+    parser.add_argument("--only-hostile", action="store_true", help="Only the hostile probes")
     parser.add_argument("--only-limits", action="store_true", help="Only the limits: pathological PDFs, a 1 MB "
                         "sentence, GROBID that never answers (time and peak memory)")
     args = parser.parse_args()
@@ -759,9 +759,9 @@ def main() -> None:
     if args.only_limits:
         run_limit_probes(tmp)
         return
-    if args.only_issue:
+    if args.only_hostile:
         make_model(tmp / "model")
-        run_issue_probes(tmp, data)
+        run_hostile_probes(tmp, data)
         return
     (tmp / "a.jsonl").write_text(ABSTRACT % 1 + ABSTRACT % 2, encoding="utf8")
     (tmp / "empty.jsonl").write_text("", encoding="utf8")
@@ -805,8 +805,8 @@ def main() -> None:
     for name, argv in probes:
         code, seen = run(argv, tmp)
         print(f"| {name} (`{' '.join(argv[:1])}`) | {seen.replace('|', '/')} | {code} |")
-    print("\n### Issue 24 probes\n")
-    run_issue_probes(tmp, data)
+    print("\n### Hostile probes\n")
+    run_hostile_probes(tmp, data)
     print("\n### Limits\n")
     run_limit_probes(tmp)
 
