@@ -134,15 +134,19 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--all-fields", action="store_true", help="also train on every corpus but the test fold")
     parser.add_argument("--pipeline", type=Path, default=None, help="a trained pipeline, scored on all of ART")
+    parser.add_argument("--pipeline-only", action="store_true",
+                        help="with --pipeline: only its row (the baseline rows come from another run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.pipeline_only and not args.pipeline:
+        parser.error("--pipeline-only needs --pipeline")
 
     started = time.time()
     corpora, abstracts = load(args.data)
     print(f"read: ART {len(corpora['ART'][0])} papers, MuLMS-AZ {len(corpora['MuLMS-AZ'][0])} papers, "
           f"CSAbstruct train {len({r['doc'] for r in abstracts})} abstracts ({time.time() - started:.0f} s)", flush=True)
     results: Dict[str, Dict] = {}
-    for corpus in CORPORA:
+    for corpus in () if args.pipeline_only else CORPORA:
         rows = corpora[corpus][1]
         other = corpora[CORPORA[1 - CORPORA.index(corpus)]][1]
         for label, predict in (("heading lookup", lookup), (LOGREG, logreg)):
