@@ -10,10 +10,18 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
-from ..readers.budget import READ_TIMEOUT
-from ..readers.pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 from . import app
-from .common import PIPELINE_GPU_HELP, guard, non_negative_int, nothing_done, positive_int, report_skipped
+from .common import (
+    PIPELINE_GPU_HELP,
+    grobid_option,
+    grobid_timeout_option,
+    guard,
+    non_negative_int,
+    nothing_done,
+    positive_int,
+    read_timeout_option,
+    report_skipped,
+)
 
 
 def _check_format(value: str) -> str:
@@ -45,15 +53,9 @@ def annotate_command(
     code: Optional[Path] = typer.Option(None, "--code", help="Python file to import first (custom components), also on Dask workers"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard the shards of an earlier run in OUTPUT instead of resuming"),
     force: bool = typer.Option(False, "--force", help="Replace annotations.jsonl / .spacy / summary.json in OUTPUT that no annotate run wrote"),
-    grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
-                                         help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read its "
-                                              "TEI; without it (the default) PDFs are read directly"),
-    grobid_timeout: float = typer.Option(GROBID_TIMEOUT, "--grobid-timeout", min=0.001, metavar="SECONDS",
-                                         help="Seconds one GROBID request may take in all, answer included "
-                                              "(a PDF whose request runs past it is skipped and counted)"),
-    read_timeout: float = typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
-                                       help="Seconds reading one paper file may take (a pathological file past "
-                                            "it is skipped and counted); 0 = no limit"),
+    grobid: Optional[str] = grobid_option(),
+    grobid_timeout: float = grobid_timeout_option(),
+    read_timeout: float = read_timeout_option(),
 ) -> None:
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""

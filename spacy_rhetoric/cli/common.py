@@ -80,3 +80,27 @@ def split_ids(value: Optional[str]) -> Optional[List[str]]:
     if path.is_file():
         value = path.read_text(encoding="utf8").replace("\n", ",")
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+# Options that several commands share, declared once (typer reads a parameter's default as its option).
+
+def grobid_option() -> Any:
+    return typer.Option(None, "--grobid", metavar="URL",
+                        help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read its TEI; "
+                             "without it (the default) PDFs are read directly")
+
+
+def grobid_timeout_option() -> Any:
+    from ..readers.pdf.grobid import TIMEOUT
+
+    return typer.Option(TIMEOUT, "--grobid-timeout", min=0.001, metavar="SECONDS",
+                        help="Seconds one GROBID request may take in all, answer included "
+                             "(a PDF whose request runs past it is skipped and counted)")
+
+
+def read_timeout_option() -> Any:
+    from ..readers.budget import READ_TIMEOUT
+
+    return typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
+                        help="Seconds reading one paper file may take (a pathological file past it is skipped "
+                             "and counted); 0 = no limit")

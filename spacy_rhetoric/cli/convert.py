@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 from wasabi import msg
 
-from ..readers.budget import READ_TIMEOUT
 from ..readers.convert import (  # noqa: F401 - re-exported (the library side is readers/convert.py)
     DIRECTORY_FORMATS,
     FORMATS,
@@ -17,9 +16,8 @@ from ..readers.convert import (  # noqa: F401 - re-exported (the library side is
     convert_corpus,
     get_reader,
 )
-from ..readers.pdf.grobid import TIMEOUT as GROBID_TIMEOUT
 from . import app
-from .common import guard, non_negative_int, nothing_done
+from .common import grobid_option, grobid_timeout_option, guard, non_negative_int, nothing_done, read_timeout_option
 
 
 def _check_format(value: str) -> str:
@@ -45,15 +43,9 @@ def convert_cli(
     errors: str = typer.Option("skip", "--errors", callback=_check_errors,
                                help="'skip' malformed records (counted) or 'raise' at the first"),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
-    grobid: Optional[str] = typer.Option(None, "--grobid", metavar="URL",
-                                         help="Send PDFs to this GROBID server (e.g. http://localhost:8070) and read "
-                                              "its TEI; without it PDFs are read directly"),
-    grobid_timeout: float = typer.Option(GROBID_TIMEOUT, "--grobid-timeout", min=0.001, metavar="SECONDS",
-                                         help="Seconds one GROBID request may take in all, answer included "
-                                              "(a PDF whose request runs past it is skipped and counted)"),
-    read_timeout: float = typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
-                                       help="Seconds reading one paper file may take (a pathological file past "
-                                            "it is skipped and counted); 0 = no limit"),
+    grobid: Optional[str] = grobid_option(),
+    grobid_timeout: float = grobid_timeout_option(),
+    read_timeout: float = read_timeout_option(),
 ) -> None:
     """Convert a corpus to a .spacy DocBin with gold sentence boundaries and labels."""
     with guard("convert"):

@@ -15,9 +15,8 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
-from ..readers.budget import READ_TIMEOUT
 from . import app
-from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int
+from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int, read_timeout_option
 
 
 @app.command("index")
@@ -36,9 +35,7 @@ def index_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard an unfinished build (damaged, or with other "
                                    "settings) and start again"),
-    read_timeout: float = typer.Option(READ_TIMEOUT, "--read-timeout", min=0, metavar="SECONDS",
-                                       help="Seconds reading one paper file may take (a pathological file past "
-                                            "it is skipped and counted); 0 = no limit"),
+    read_timeout: float = read_timeout_option(),
 ) -> None:
     """Encode every sentence of a corpus into a search index."""
     from ..search import build_index
