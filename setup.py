@@ -77,6 +77,7 @@ ENTRY_POINTS = {
     ],
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
+        "spacy_rhetoric.VectorHead.v1 = spacy_rhetoric.ml.experts:build_vector_head",
         "spacy_rhetoric.pipeline_name.v1 = spacy_rhetoric.util:pipeline_name",
         "spacy_rhetoric.SoftmaxLoss.v1 = spacy_rhetoric.losses.classification:softmax_loss_v1",
         "spacy_rhetoric.BatchAllTripletLoss.v1 = spacy_rhetoric.losses.pairwise:batch_all_triplet_loss_v1",

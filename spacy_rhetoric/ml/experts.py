@@ -49,8 +49,8 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER
-from .finetuned import finetuned_expert
-from .members import is_fitted, is_fitted_member
+from .finetuned import VectorHead, finetuned_expert
+from .members import is_fitted, is_fitted_member, member_vector_width
 from .sections import _section_aware_model, section_aware_layers
 from .segments import paper_rows
 from .sequence import crf_layer, emitters
@@ -99,6 +99,9 @@ def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, 
     bad = [name for name, m in members.items() if not isinstance(m, Model) or not is_fitted_member(m)]
     if bad or NETWORK in members:
         raise RhetoricError(f"experts: members must be fitted members named other than {NETWORK!r}, got {bad}")
+    with_vectors = [name for name, m in members.items() if getattr(m.shims[0], "vectors", None) is not None]
+    if len(with_vectors) > 1:
+        raise RhetoricError(f"experts: one member may have a vector head, got {with_vectors}")
     names = [NETWORK, *members]
     table = _check_weights(weights, names, {name: m.attrs.get("docs", "papers") for name, m in members.items()})
     for name, member in members.items():  # each member computes only the rows it is weighed on
@@ -125,7 +128,17 @@ def _experts_init(model: Model, X=None, Y=None) -> None:
         member.initialize(X=X)
 
 
+def vector_width(model: Model) -> int:
+    """Width of the sentence vectors the classifier ``model`` gives after
+    its probabilities at prediction (the trunk's vector head,
+    ``VectorHead.v1``; 0: none, or its member not fitted)."""
+    return sum(member_vector_width(node) for node in model.walk() if is_fitted_member(node))
+
+
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
+    """In training the network's probabilities; at prediction the mixed
+    probabilities, and after them the vectors of the member with a vector
+    head (its one pass gives both)."""
     network = model.layers[0]
     if is_train:  # the fitted members have nothing to learn
         return network(X, is_train)
@@ -135,12 +148,18 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
         row = sum(scopes[s] * model.attrs["weights"][s].get(name, 0.0) for s in SCOPES)
         rows.append(row if not is_fitted_member(member) or is_fitted(member) else 0.0 * row)
     rows[0] = rows[0] + sum(scopes[s] for s in SCOPES) - sum(rows)  # an unfitted member's weight: the network's
-    mixed = None
+    mixed, vectors = None, None
     for member, row in zip(model.layers, rows):
-        if member is not network and not row.any():
-            continue  # weighed 0 on every row of the batch: not run
-        probs = member.predict(X) * model.ops.asarray2f(row.astype("f")[:, None])
+        width = member_vector_width(member) if member is not network else 0
+        if member is not network and not row.any() and not width:
+            continue  # weighed 0 on every row of the batch and no vectors: not run
+        out = member.predict(X)
+        if width:
+            out, vectors = out[:, : out.shape[1] - width], out[:, out.shape[1] - width :]
+        probs = out * model.ops.asarray2f(row.astype("f")[:, None])
         mixed = probs if mixed is None else mixed + probs
+    if vectors is not None:
+        mixed = model.ops.xp.concatenate([mixed, vectors], axis=1)
     return mixed, lambda dY: []
 
 
@@ -183,19 +202,38 @@ def build_tfidf_member(learn_from: str = "papers", ngram_size: int = 2, min_df: 
                         use_sections=use_sections, normalize_digits=normalize_digits)
 
 
+@registry.misc("spacy_rhetoric.VectorHead.v1")
+def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_field: str = "fine_label"
+                      ) -> VectorHead:
+    """The trunk's vector head (``finetuned.VectorHead``): the fine-tuned
+    member's pooled states -> linear ``width`` -> ``sent._.rhetoric_vector``,
+    trained with the metric ``loss`` (a nested block, e.g.
+    ``spacy_rhetoric.MultiSimilarityLoss.v1``) times ``weight`` beside the
+    classifier's cross-entropy, on each sentence's ``label_field`` gold
+    value (else its coarse gold label)."""
+    from ..losses.base import MetricLoss
+
+    if not isinstance(loss, MetricLoss):
+        raise RhetoricError(f"VectorHead.v1: loss must be one of the spacy_rhetoric metric losses, got {loss!r}")
+    return VectorHead(width=int(width), loss=loss, weight=float(weight), label_field=str(label_field))
+
+
 @registry.architectures("spacy_rhetoric.FinetunedMember.v1")
 def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2", epochs: float = 1.0,
                            frozen_layers: int = 2, learn_rate: float = 8e-5, batch_size: int = 16,
-                           max_length: int = 128, int8: bool = False) -> Model:
+                           max_length: int = 128, int8: bool = False, vectors: Optional[VectorHead] = None
+                           ) -> Model:
     """A member fine-tuned at initialize on the full papers' sentences: the
     top layers of the Hugging Face encoder ``name`` (resolved offline; the
     bottom ``frozen_layers`` frozen) over the sentence paired with its
     heading and neighbours, beside section + position -> linear -> softmax,
     ``epochs`` passes (``learn_rate``, ``batch_size``, pairs of
     ``max_length`` word pieces); ``ml/finetuned.py``. ``int8``: at
-    prediction on a CPU its linear layers run in int8 (dynamic quantization)."""
+    prediction on a CPU its linear layers run in int8 (dynamic quantization).
+    ``vectors``: a ``[...vectors]`` block (``VectorHead.v1``): the same pass
+    also gives every sentence's ``rhetoric_vector`` -- one trunk, two heads."""
     return finetuned_expert(name, epochs=epochs, learn_rate=learn_rate, batch_size=batch_size,
-                            max_length=max_length, frozen_layers=frozen_layers, int8=int8)
+                            max_length=max_length, frozen_layers=frozen_layers, int8=int8, vectors=vectors)
 
 
 @registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v4")

@@ -43,7 +43,8 @@ bytes and the settings, no pickle), moves with it (``to_device``) and frees
 with it; it runs on ``util.torch_device()``, the device of spaCy's current
 ops, and hands its probabilities to the model's.
 """
-from typing import Any, Dict, List, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 import srsly
@@ -53,10 +54,29 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from .devices import to_host
-from .members import MemberShim, fitted_member
+from .members import MemberShim, fitted_member, row_values
 from .segments import sections_of, sentence_headings
 
 SEPARATOR = " | "
+
+
+@dataclass
+class VectorHead:
+    """The trunk's second head (``spacy_rhetoric.VectorHead.v1``): the
+    pooled states -> a linear layer of ``width`` -> L2-normalised
+    ``sent._.rhetoric_vector``, trained beside the classifier's
+    cross-entropy with the metric ``loss`` (a ``losses.MetricLoss``) times
+    ``weight``, on each sentence's ``label_field`` gold value (its fine
+    class: a MuLMS-AZ zone, a CoreSC concept), else its coarse gold label."""
+
+    width: int
+    loss: Any
+    weight: float = 1.0
+    label_field: str = "fine_label"
+
+    def __post_init__(self):
+        if self.width < 1 or self.weight < 0:
+            raise RhetoricError(f"VectorHead: width >= 1 and weight >= 0, got {self.width} and {self.weight}")
 
 
 def pair_texts(X: Tuple[List[Doc], Ragged], texts: Sequence[str], context_chars: int, use_sections: bool = True
@@ -81,7 +101,8 @@ class FinetunedEncoder:
     """The base encoder, its tokenizer and the trained linear layer, on one
     torch device; the bottom layers are run apart from the top ones."""
 
-    def __init__(self, model_name: str, frozen_layers: int, n_context: int, n_labels: int, max_length: int):
+    def __init__(self, model_name: str, frozen_layers: int, n_context: int, n_labels: int, max_length: int,
+                 vector_width: int = 0):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -99,9 +120,13 @@ class FinetunedEncoder:
         self.max_length = int(max_length)
         width = self.encoder.config.hidden_size
         self.head = torch.nn.Linear(width + n_context, n_labels)
+        # the vector head: the pooled trunk -> ``vector_width`` (none: 0)
+        self.vector_head = torch.nn.Linear(width, int(vector_width)) if vector_width else None
         self.device = torch_device()
         self.encoder.to(self.device).eval()
         self.head.to(self.device)
+        if self.vector_head is not None:
+            self.vector_head.to(self.device)
         for param in self.encoder.parameters():
             param.requires_grad = False
         for param in self.trainable().parameters():
@@ -115,13 +140,18 @@ class FinetunedEncoder:
         self._int8 = None
         self.encoder.to(self.device)
         self.head.to(self.device)
+        if self.vector_head is not None:
+            self.vector_head.to(self.device)
 
     def trainable(self):
-        """The modules that learn: the top layers and the linear layer."""
+        """The modules that learn: the top layers, the linear layer and the
+        vector head (if any)."""
         import torch
 
-        return torch.nn.ModuleDict({"top": torch.nn.ModuleList(self.encoder.encoder.layer[self.frozen:]),
-                                    "head": self.head})
+        modules = {"top": torch.nn.ModuleList(self.encoder.encoder.layer[self.frozen:]), "head": self.head}
+        if self.vector_head is not None:
+            modules["vectors"] = self.vector_head
+        return torch.nn.ModuleDict(modules)
 
     def lengths(self, texts: Sequence[str], contexts: Sequence[str]) -> numpy.ndarray:
         """Per pair, its number of word pieces (truncated to ``max_length``)."""
@@ -156,8 +186,9 @@ class FinetunedEncoder:
         return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
 
     def top(self, cached: Sequence[Any], context):
-        """Logits of a batch: the cached bottom states through the top
-        layers, mean-pooled, beside ``context`` (``[n, n_context]``)."""
+        """Logits of a batch and its pooled states: the cached bottom states
+        through the top layers, mean-pooled; the logits read the pooled
+        states beside ``context`` (``[n, n_context]``)."""
         import torch
 
         length = max(int(c.shape[0]) for c in cached)
@@ -171,7 +202,8 @@ class FinetunedEncoder:
             hidden = layer(hidden, attention_mask=extended)[0]
         m = mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
-        return self.head(torch.cat([pooled, torch.as_tensor(context, dtype=pooled.dtype, device=self.device)], 1))
+        context = torch.as_tensor(context, dtype=pooled.dtype, device=self.device)
+        return self.head(torch.cat([pooled, context], 1)), pooled
 
     def tensors(self) -> bytes:
         """The trained tensors as safetensors bytes."""
@@ -210,16 +242,24 @@ class FinetunedEncoder:
                                                                     dtype=torch.qint8)
         return self._int8
 
-    def predict(self, texts, contexts, context, batch_size: int = 64, int8: bool = False) -> numpy.ndarray:
-        """Probabilities per pair: every layer in one pass per batch (no
-        cache of the frozen layers' states at prediction), batches of pairs
-        of similar length (each pair's result does not depend on its batch).
-        ``int8``: on a CPU, the linear layers in int8 (:meth:`inference_encoder`)."""
+    @property
+    def vector_width(self) -> int:
+        return int(self.vector_head.out_features) if self.vector_head is not None else 0
+
+    def predict(self, texts, contexts, context, batch_size: int = 64, int8: bool = False
+                ) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Probabilities per pair and, with a vector head, its vector
+        (``[n, vector_width]``, L2-normalised; else ``[n, 0]``): every layer
+        in one pass per batch (no cache of the frozen layers' states at
+        prediction), batches of pairs of similar length (each pair's result
+        does not depend on its batch). ``int8``: on a CPU, the linear layers
+        in int8 (:meth:`inference_encoder`)."""
         import torch
 
         encoder = self.inference_encoder(int8)
         encoder.eval()
         out = numpy.zeros((len(texts), self.head.out_features), dtype="float32")
+        vectors = numpy.zeros((len(texts), self.vector_width), dtype="float32")
         order = numpy.argsort(self.lengths(texts, contexts), kind="stable")
         with torch.no_grad():
             for start in range(0, len(order), batch_size):
@@ -235,7 +275,10 @@ class FinetunedEncoder:
                 pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
                 features = torch.cat([pooled, torch.as_tensor(context[rows], dtype=pooled.dtype, device=self.device)], 1)
                 out[rows] = torch.softmax(self.head(features), -1).to("cpu", torch.float32).numpy()
-        return out
+                if self.vector_head is not None:
+                    vec = torch.nn.functional.normalize(self.vector_head(pooled), dim=-1)
+                    vectors[rows] = vec.to("cpu", torch.float32).numpy()
+        return out, vectors
 
 
 def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
@@ -253,11 +296,15 @@ def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float =
 
 
 def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
-              y: Sequence[str]) -> Tuple[FinetunedEncoder, List[str]]:
+              y: Sequence[str], vectors: Optional[VectorHead] = None, classes_of_vectors: Sequence[str] = ()
+              ) -> Tuple[FinetunedEncoder, List[str]]:
     """Fine-tune an encoder with the member's ``attrs`` (:func:`finetuned_settings`
     and ``use_sections``) on the rows ``pick`` of ``X`` with gold labels
     ``y``; ``texts`` and ``context``: every row's text and
-    ``members.context_matrix``. Returns the encoder and its classes."""
+    ``members.context_matrix``. With ``vectors`` (a :class:`VectorHead`),
+    its head learns too, from ``classes_of_vectors`` (one class per row of
+    ``pick``), its loss times its weight added to the cross-entropy of each
+    batch. Returns the encoder and its classes."""
     import torch
 
     from .training_loop import train_loop
@@ -265,7 +312,15 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     classes = sorted(set(y))
     torch.manual_seed(attrs["seed"])
     runtime = FinetunedEncoder(attrs["model_name"], attrs["frozen_layers"], context.shape[1], len(classes),
-                               attrs["max_length"])
+                               attrs["max_length"], vector_width=vectors.width if vectors is not None else 0)
+    metric = None
+    if vectors is not None:
+        vector_classes = sorted(set(classes_of_vectors))
+        metric_target = torch.as_tensor([vector_classes.index(c) for c in classes_of_vectors], dtype=torch.long)
+        metric = vectors.loss
+        metric.initialize(len(vector_classes), vectors.width)
+        metric.set_labels(vector_classes)
+        metric.to(runtime.device)
     contexts = pair_texts(X, texts, attrs["context_chars"], attrs["use_sections"])
     rows_context = context[list(pick)]
     target = numpy.asarray([classes.index(label) for label in y], dtype="int64")
@@ -294,13 +349,20 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
             yield order[start : start + size]
 
     def batch_loss(batch):
-        logits = runtime.top([cached[i] for i in batch], rows_context[batch])
-        return loss_fn(logits, torch.as_tensor(target[batch], device=runtime.device))
+        logits, pooled = runtime.top([cached[i] for i in batch], rows_context[batch])
+        loss = loss_fn(logits, torch.as_tensor(target[batch], device=runtime.device))
+        if metric is not None:
+            embedded = runtime.vector_head(pooled)
+            loss = loss + vectors.weight * metric(embedded, metric_target[batch].to(runtime.device))
+        return loss
 
     trainable = runtime.trainable()
+    heads = list(trainable["head"].parameters())
+    if metric is not None:  # the vector head and the loss's own weights (ArcFace, softmax) learn as the head does
+        heads += list(trainable["vectors"].parameters()) + list(metric.parameters())
     optimizer = torch.optim.AdamW([
         {"params": list(trainable["top"].parameters()), "lr": attrs["learn_rate"]},
-        {"params": list(trainable["head"].parameters()), "lr": attrs["head_learn_rate"]}], weight_decay=0.01)
+        {"params": heads, "lr": attrs["head_learn_rate"]}], weight_decay=0.01)
     warmup = max(1, int(0.1 * total))
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (total - step) / total))
@@ -313,19 +375,38 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
 
 class FinetunedShim(MemberShim):
     """``_model``: the :class:`FinetunedEncoder` once fine-tuned;
-    ``cfg``: its classes, context width and base model (what rebuilds it)."""
+    ``cfg``: its classes, context width, vector width and base model (what
+    rebuilds it). ``vectors``: the :class:`VectorHead` to train (None: no
+    vectors)."""
+
+    def __init__(self, vectors: Optional[VectorHead] = None):
+        super().__init__()
+        self.vectors = vectors
 
     def fit(self, member, X, texts, context, pick, y, labels) -> None:
-        runtime, classes = fine_tune(member.attrs, X, texts, context, pick, y)
+        classes_of_vectors: List[str] = []
+        if self.vectors is not None:
+            fine = row_values(X, self.vectors.label_field)
+            classes_of_vectors = [str(fine[i]) if fine[i] else str(label) for i, label in zip(pick, y)]
+        runtime, classes = fine_tune(member.attrs, X, texts, context, pick, y, self.vectors, classes_of_vectors)
         self.cfg.update({"classes": classes, "n_context": int(context.shape[1]),
                          "model_name": member.attrs["model_name"], "frozen_layers": member.attrs["frozen_layers"],
-                         "max_length": member.attrs["max_length"]})
+                         "max_length": member.attrs["max_length"], "vector_width": runtime.vector_width,
+                         "vector_classes": sorted(set(classes_of_vectors))})
         self._model = runtime
 
+    @property
+    def vector_width(self) -> int:
+        return int(self.cfg.get("vector_width", 0))
+
     def predict(self, member, X, texts, context) -> Tuple[numpy.ndarray, List[str]]:
+        probs, classes, _ = self.predict_with_vectors(member, X, texts, context)
+        return probs, classes
+
+    def predict_with_vectors(self, member, X, texts, context) -> Tuple[numpy.ndarray, List[str], numpy.ndarray]:
         contexts = pair_texts(X, texts, member.attrs["context_chars"], member.attrs["use_sections"])
-        return (self._model.predict(texts, contexts, context, int8=bool(member.attrs.get("int8"))),
-                list(self.cfg["classes"]))
+        probs, vectors = self._model.predict(texts, contexts, context, int8=bool(member.attrs.get("int8")))
+        return probs, list(self.cfg["classes"]), vectors
 
     def unfit(self) -> None:
         self._model = None
@@ -346,26 +427,29 @@ class FinetunedShim(MemberShim):
         if msg["tensors"]:
             cfg = self.cfg
             runtime = FinetunedEncoder(cfg["model_name"], cfg["frozen_layers"], cfg["n_context"],
-                                       len(cfg["classes"]), cfg["max_length"])
+                                       len(cfg["classes"]), cfg["max_length"], cfg.get("vector_width", 0))
             runtime.load_tensors(msg["tensors"])
             self._model = runtime
         return self
 
     def copy(self) -> "FinetunedShim":
-        return FinetunedShim().from_bytes(self.to_bytes())
+        return FinetunedShim(self.vectors).from_bytes(self.to_bytes())
 
 
 def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
                      batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 150,
                      class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True,
-                     int8: bool = False) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                     int8: bool = False, vectors: Optional[VectorHead] = None
+                     ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A member fine-tuned at initialize (module docstring): the top layers
     of the Hugging Face encoder ``model_name`` over the sentence paired with
     its heading and neighbours, beside section + position -> linear ->
     softmax. ``int8``: at prediction on a CPU, the encoder's linear layers
-    run in int8 (:meth:`FinetunedEncoder.inference_encoder`)."""
+    run in int8 (:meth:`FinetunedEncoder.inference_encoder`). ``vectors``:
+    a :class:`VectorHead`: the member also gives every sentence's vector
+    (``members._member_forward``), from the same pass."""
     settings = finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length,
                                   frozen_layers, context_chars, class_weight_power, seed)
-    return fitted_member("finetuned_expert", FinetunedShim(), {**settings, "int8": bool(int8)}, docs=docs,
+    return fitted_member("finetuned_expert", FinetunedShim(vectors), {**settings, "int8": bool(int8)}, docs=docs,
                          use_sections=use_sections)
 

@@ -71,6 +71,19 @@ class MemberShim(Shim):
                 ) -> Tuple[numpy.ndarray, List[str]]:
         raise NotImplementedError
 
+    @property
+    def vector_width(self) -> int:
+        """Width of the sentence vectors the member gives besides its
+        probabilities (0: none; ``finetuned.py``'s vector head)."""
+        return 0
+
+    def predict_with_vectors(self, member: Model, X, texts: Sequence[str], context: numpy.ndarray
+                             ) -> Tuple[numpy.ndarray, List[str], numpy.ndarray]:
+        """``predict``'s probabilities and labels, and every row's vector
+        (``[n, vector_width]``), from one pass."""
+        probs, labels = self.predict(member, X, texts, context)
+        return probs, labels, numpy.zeros((len(texts), 0), dtype="float32")
+
     def unfit(self) -> None:
         self._model = None
 
@@ -122,23 +135,42 @@ def _member_init(model: Model, X=None, Y=None) -> None:
     """Nothing to allocate: the member is fitted by :func:`fit_members`."""
 
 
+def member_vector_width(model: Model) -> int:
+    """Width of the vectors a fitted member gives after its probabilities
+    (0: none, or not fitted)."""
+    shim = model.shims[0]
+    return shim.vector_width if shim.fitted else 0
+
+
 def _member_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
+    """Per row the member's probabilities where it speaks (else uniform)
+    and, with a vector width (:func:`member_vector_width`), every row's
+    vector after them: ``[n, n_labels + width]``, one pass."""
     shim = model.shims[0]
     n_rows = int(to_host(X[1].lengths).sum())
     labels = list(shim.cfg.get("labels", [])) if shim.fitted else []
     n_out = len(labels) or (model.get_dim("nO") if model.has_dim("nO") else 1)
+    width = member_vector_width(model)
     out = numpy.full((n_rows, n_out), 1.0 / n_out, dtype="float32")
-    speak = speaks(model, X) > 0 if shim.fitted and n_rows else numpy.zeros((0,), dtype=bool)
-    if speak.any():
-        sub, rows = subset(X, speak)
-        probs, classes = shim.predict(model, sub, sentence_texts(sub), context_matrix(sub, model.attrs["use_sections"]))
+    vectors = numpy.zeros((n_rows, width), dtype="float32")
+    speak = speaks(model, X) > 0 if shim.fitted and n_rows else numpy.zeros((n_rows,), dtype=bool)
+    run = numpy.ones((n_rows,), dtype=bool) if width else speak  # vectors: every row
+    if run.any():
+        sub, rows = subset(X, run)
+        probs, classes, sub_vectors = shim.predict_with_vectors(model, sub, sentence_texts(sub),
+                                                                context_matrix(sub, model.attrs["use_sections"]))
         columns = [labels.index(c) for c in classes]
         start = 0
         for row, n, kept in rows:
             block = numpy.zeros((n, n_out), dtype="float32")
             block[:, columns] = probs[start : start + n]
-            out[[row + i for i in kept]] = block[kept]
+            said = [i for i in kept if speak[row + i]]
+            out[[row + i for i in said]] = block[said]
+            if width:
+                vectors[row : row + n] = sub_vectors[start : start + n]
             start += n
+    if width:
+        out = numpy.concatenate([out, vectors], axis=1)
     return model.ops.asarray2f(out), lambda dY: []
 
 
@@ -186,6 +218,20 @@ def sentence_texts(X: Tuple[List[Doc], Ragged]) -> List[str]:
     out, row = [], 0
     for doc, n in zip(docs, to_host(indices.lengths).tolist()):
         out.extend(doc[int(offsets[row + i][0]) : int(offsets[row + i][1])].text for i in range(n))
+        row += n
+    return out
+
+
+def row_values(X: Tuple[List[Doc], Ragged], field: str) -> List[Any]:
+    """Every sentence row's stored ``field`` value (``extensions``; None
+    where it has none)."""
+    from ..extensions import get_span_value
+
+    docs, indices = X
+    offsets = to_host(indices.dataXd).tolist()
+    out, row = [], 0
+    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
+        out.extend(get_span_value(doc[int(offsets[row + i][0]) : int(offsets[row + i][1])], field) for i in range(n))
         row += n
     return out
 

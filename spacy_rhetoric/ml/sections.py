@@ -124,10 +124,9 @@ def _force_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) ->
     forced = model.ops.asarray1i(rows) if rows else None  # one copy of the row ids
     if forced is not None:
         probs = model.ops.xp.array(probs, copy=True)
-        probs[forced, :] = 0.0
         n_labels = len(model.attrs["labels"])
-        for block in range(0, probs.shape[1], n_labels):  # a mixture's members side by side in training
-            probs[forced, block + label] = 1.0
+        probs[forced, :n_labels] = 0.0  # columns after the labels (a trunk's vectors) are kept
+        probs[forced, label] = 1.0
 
     def backprop(dY: Floats2d):
         if forced is not None:

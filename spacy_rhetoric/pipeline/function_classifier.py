@@ -35,7 +35,18 @@ from thinc.types import Floats2d
 
 from ..errors import RhetoricError
 from ..evaluation.scorers import sentence_label_scores
-from ..extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, SPANS_KEY, labelled_spans, set_span_values
+from ..extensions import (
+    FINE_LABEL,
+    GOLD_LABELS,
+    LABEL,
+    SCORES,
+    SPANS_KEY,
+    VECTOR,
+    install_vector_hooks,
+    labelled_spans,
+    set_span_values,
+)
+from ..ml.experts import vector_width
 from ..ml.members import fit_members, fitted_members
 from ..ml.pooling import example_sentences, make_indices
 from .sentence_pipe import SentencePipe, Truth
@@ -157,6 +168,7 @@ def default_spans_key(label_field: str = LABEL) -> str:
         "span._.rhetoric_scores",
         "span._.rhetoric_fine_label",
         "span._.rhetoric_fine_scores",
+        "span._.rhetoric_vector",
     ],
     default_config={
         "model": DEFAULT_CLASSIFIER_MODEL,
@@ -281,15 +293,29 @@ class FunctionClassifier(SentencePipe):
                 f"initialized with labels {list(self.labels)}; add labels before initialize()"
             )
 
+    def _n_outputs(self) -> int:
+        return len(self.labels) + vector_width(self.model)
+
     def set_annotations(self, docs: Iterable[Doc], scores: Floats2d) -> None:
         """Store the argmax label (``label_field``) and the label -> probability
         mapping (``scores_field``) of every sentence, and make the span group
         ``doc.spans[spans_key]`` from the same predictions: one span per
         sentence labelled with its argmax label, the group's
         ``attrs["scores"]`` the probability of that label (spaCy's spancat
-        convention)."""
+        convention). A model with a vector head (``VectorHead.v1``) gives
+        each sentence's vector after its probabilities, from the same pass:
+        stored as ``sent._.rhetoric_vector`` (L2-normalised float32) with
+        the ``sent.vector`` / ``sent.similarity`` hooks, as
+        ``rhetoric_sentence_encoder`` does."""
         labels = self.labels
-        for doc, sents, doc_scores in self._rows_per_doc(docs, scores):
+        width = vector_width(self.model)
+        for doc, sents, rows in self._rows_per_doc(docs, scores):
+            doc_scores = rows[:, : len(labels)]
+            if width and len(sents):
+                vectors = numpy.asarray(rows[:, len(labels) :], dtype="float32")
+                vectors = vectors / numpy.maximum(numpy.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+                set_span_values(doc, VECTOR, sents, list(vectors))
+                install_vector_hooks(doc)
             best = doc_scores.argmax(axis=1) if len(sents) else numpy.zeros((0,), dtype="i")
             predicted = [labels[int(i)] for i in best]
             set_span_values(doc, self.label_field, sents, predicted)

@@ -35,6 +35,9 @@ sentence is ``-log`` of the probability of *any* of its acceptable labels
 (``pipeline/function_classifier.py``), so a "background + result" sentence
 is not pushed away from either. Sentences without a zone (a stray "a" of a
 sub-figure, "10-13" of a citation) are in the Doc without a label.
+The fine label (field ``fine_label``) is the sentence's first expert zone
+(``az``: "Experiment", "Results", "Motivation"...; None without a zone or
+in back matter), the class a sentence encoder learns from.
 """
 import re
 from pathlib import Path
@@ -45,7 +48,7 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from .. import extensions
-from ..extensions import GOLD_LABELS, HEADING
+from ..extensions import FINE_LABEL, GOLD_LABELS, HEADING
 from ..section_headings import ABSTRACT, is_back_matter_heading
 from .common import ReaderError, ReadStats, doc_from_sentences, jsonl_docs, require
 
@@ -94,8 +97,8 @@ def clean_heading(heading: Optional[str]) -> Optional[str]:
     return heading or None
 
 
-def _sentence_rows(record: dict, path: Path, line: int) -> List[Tuple[str, Optional[str], List[str]]]:
-    """(text, heading, coarse labels) of the body sentences of one record."""
+def _sentence_rows(record: dict, path: Path, line: int) -> List[Tuple[str, Optional[str], List[str], Optional[str]]]:
+    """(text, heading, coarse labels, first zone) of the body sentences of one record."""
     sentences = require(record, "sentences", path, line, list)
     title = clean_heading(record.get("title"))
     rows = []
@@ -118,13 +121,14 @@ def _sentence_rows(record: dict, path: Path, line: int) -> List[Tuple[str, Optio
         elif "Abstract" in structure or (heading and heading.lower() == ABSTRACT) or (
                 heading is not None and heading == title and not _rows_have_body(rows)):
             heading = ABSTRACT_HEADING
-        rows.append((text, heading, list(coarse)))
+        zones = [z for z in sent.get("az") or () if isinstance(z, str)] if coarse else []
+        rows.append((text, heading, list(coarse), zones[0] if zones else None))
     return rows
 
 
 def _rows_have_body(rows) -> bool:
     """True once a sentence under a heading other than the abstract was read."""
-    return any(h not in (None, ABSTRACT_HEADING) for _, h, _ in rows)
+    return any(row[1] not in (None, ABSTRACT_HEADING) for row in rows)
 
 
 def read_mulms(
@@ -153,12 +157,13 @@ def read_mulms(
         rows = _sentence_rows(record, path, line)
         if not rows:
             raise ReaderError(path, line, "no body sentences", field="sentences")
-        texts = [t for t, _, _ in rows]
-        doc = doc_from_sentences(nlp_or_vocab, texts, labels=[primary_label(c) for _, _, c in rows],
+        texts = [t for t, _, _, _ in rows]
+        doc = doc_from_sentences(nlp_or_vocab, texts, labels=[primary_label(c) for _, _, c, _ in rows],
                                  doc_id=doc_id)
         sents = list(doc.sents)
-        extensions.set_span_values(doc, HEADING, sents, [h for _, h, _ in rows])
-        extensions.set_span_values(doc, GOLD_LABELS, sents, [acceptable_labels(c) or None for _, _, c in rows])
+        extensions.set_span_values(doc, HEADING, sents, [h for _, h, _, _ in rows])
+        extensions.set_span_values(doc, GOLD_LABELS, sents, [acceptable_labels(c) or None for _, _, c, _ in rows])
+        extensions.set_span_values(doc, FINE_LABEL, sents, [z for _, _, _, z in rows])
         if record.get("title"):
             extensions.set_doc_value(doc, extensions.TITLE, " ".join(str(record["title"]).split()))
         if fold:
