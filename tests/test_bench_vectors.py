@@ -161,3 +161,5 @@ def test_pipeline_vectors_keep_the_readers_sentences():
     vectors = bench.pipeline_vectors(pipeline, [doc], rows)
     assert vectors[:, 0].tolist() == [len(r["text"]) for r in rows] == [33, 18]
     assert get_span_value(list(doc.sents)[0], VECTOR) is None  # the input papers are left as they were
+    with pytest.raises(RhetoricError):  # a component left out: no vectors, one line
+        bench.pipeline_vectors(pipeline, [doc], rows, disable_factories=("test_bench_vectors_encoder",))

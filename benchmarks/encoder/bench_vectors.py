@@ -263,11 +263,14 @@ def _test_docs(split: Dict, docs) -> Tuple[list, List[Dict]]:
     return [docs[d] for d in order], [dict(r, doc=local[r["doc"]]) for r in split["test"]]
 
 
-def pipeline_vectors(nlp, docs, rows: List[Dict], *, batch_size: int = 4) -> numpy.ndarray:
+def pipeline_vectors(nlp, docs, rows: List[Dict], *, batch_size: int = 4,
+                     disable_factories: Sequence[str] = ("rhetoric_function_classifier",)) -> numpy.ndarray:
     """``sent._.rhetoric_vector`` of each row (``doc`` indexing ``docs``),
     ``nlp`` run over label-free copies of ``docs`` with their sentence
-    boundaries kept (sentencizer, senter and parser not run) and without its
-    function classifiers (the vectors do not need them)."""
+    boundaries kept (sentencizer, senter and parser not run) and without the
+    components of ``disable_factories`` (by default the function classifier,
+    which the sentence encoder does not need; ``()`` for a classifier whose
+    vector head writes the vectors)."""
     from spacy_rhetoric.errors import RhetoricError
     from spacy_rhetoric.extensions import FINE_LABEL, GOLD_LABELS, LABEL, SCORES, VECTOR, clear_field, get_span_value
 
@@ -278,7 +281,7 @@ def pipeline_vectors(nlp, docs, rows: List[Dict], *, batch_size: int = 4) -> num
             clear_field(copy, field)
         copies.append(copy)
     skip = [n for n in nlp.pipe_names if n in ("sentencizer", "senter", "parser")
-            or nlp.get_pipe_meta(n).factory == "rhetoric_function_classifier"]
+            or nlp.get_pipe_meta(n).factory in disable_factories]
     found = {}
     with nlp.select_pipes(disable=skip):
         for d, doc in enumerate(nlp.pipe(copies, batch_size=batch_size)):
@@ -308,7 +311,8 @@ def new_encoder_vectors(train_docs, test_docs, args, *, test_rows: List[Dict], h
     papers; sentences of the ``held_out`` classes have no labels there) and
     return ``[len(test_rows), dim]`` vectors of ``test_rows`` (``doc`` indexes
     ``test_docs``; ``start`` / ``end`` character offsets; ``text``).
-    :func:`pipeline_vectors` reads a trained pipeline's vectors."""
+    :func:`pipeline_vectors` reads a trained pipeline's vectors (with
+    ``disable_factories=()`` where the classifier's vector head writes them)."""
     raise NotImplementedError("the new encoder's row is not written yet")
 
 
