@@ -16,7 +16,8 @@ Per fold the test sentences are the fold's (a seeded sample of at most
 ``--max-test``), the training sentences those of the other folds (the other
 papers). ``--open-set K`` holds K classes of each corpus (seeded) out of
 training; the scores are then also given on the test sentences of the seen
-and of the unseen classes.
+and of the unseen classes (each retrieved among those sentences only, as in
+``open_set.py``).
 
 Rows, all in one run, each scored by ``evaluation.metrics.retrieval_scores``
 (leave-one-out P@1 and MAP@R by class, cosine, within a fold's scored test
