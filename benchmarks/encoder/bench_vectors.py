@@ -63,7 +63,7 @@ LEARN_RATE, WARMUP, CLIP = 2e-5, 0.1, 1.0
 FULLPAPER = Path(__file__).resolve().parent.parent / "fullpaper"
 PARTS = ("all", "seen", "unseen")
 
-RAW, FINETUNE, DEMO, NEW = "raw MiniLM", "ST BatchAllTriplet fine-tune", "demo encoder (before)", "new encoder"
+RAW, FINETUNE, DEMO, NEW = "raw MiniLM", "ST BatchAllTriplet fine-tune", "demo encoder (before)", "trunk vector head"
 
 
 # ---------------------------------------------------------------- corpora
@@ -308,13 +308,44 @@ def demo_encoder(split: Dict, ctx: Dict) -> numpy.ndarray:
 
 # ---- HOOK: the new encoder ---------------------------------------------------------------------------------
 def new_encoder_vectors(train_docs, test_docs, args, *, test_rows: List[Dict], held_out: Set[str]) -> numpy.ndarray:
-    """HOOK (``--new-encoder``): train on ``train_docs`` (the other folds'
-    papers; sentences of the ``held_out`` classes have no labels there) and
-    return ``[len(test_rows), dim]`` vectors of ``test_rows`` (``doc`` indexes
-    ``test_docs``; ``start`` / ``end`` character offsets; ``text``).
-    :func:`pipeline_vectors` reads a trained pipeline's vectors (with
-    ``disable_factories=()`` where the classifier's vector head writes them)."""
-    raise NotImplementedError("the new encoder's row is not written yet")
+    """The trunk's vector head (``spacy_rhetoric.VectorHead.v1`` on the
+    classifier's ``FinetunedMember.v1``, as ``configs/classifier.cfg`` has
+    them): fitted on ``train_docs`` (the other folds' papers; sentences of
+    the ``held_out`` classes have no labels there) with the coarse gold
+    labels for its classifier head and the fine ones for its vector head,
+    for the same number of steps of the same batch size as the
+    sentence-transformers fine-tune; then one pass over ``test_docs`` (whole
+    papers: each sentence is read with its heading and neighbours) gives the
+    vectors of ``test_rows`` (``doc`` indexes ``test_docs``; ``start`` /
+    ``end`` character offsets)."""
+    from spacy.util import registry
+    from thinc.api import NumpyOps
+
+    from spacy_rhetoric.extensions import LABEL, get_span_value
+    from spacy_rhetoric.ml.finetuned import VectorHead, finetuned_expert
+    from spacy_rhetoric.ml.members import fit_members
+    from spacy_rhetoric.ml.pooling import doc_sentences, make_indices
+    from spacy_rhetoric.ml.segments import paper_rows
+
+    def as_X(docs):
+        return docs, make_indices(NumpyOps(), [doc_sentences(d)[1] for d in docs])
+
+    gold = [get_span_value(s, LABEL) for d in train_docs for s in doc_sentences(d)[0]]
+    labelled = sum(g is not None for g in gold)
+    papers = bool(paper_rows(as_X(train_docs[:1])).any())  # full papers (MuLMS-AZ, ART), else abstracts
+    head = VectorHead(width=args.trunk_width, loss=registry.misc.get(f"spacy_rhetoric.{args.trunk_loss}.v1")(),
+                      weight=args.trunk_weight)
+    member = finetuned_expert(MODEL, epochs=args.steps * args.batch_size / max(1, labelled),
+                              batch_size=args.batch_size, seed=args.seed, vectors=head,
+                              docs="papers" if papers else "others")
+    fit_members([member], as_X(train_docs), gold, sorted({g for g in gold if g is not None}))
+    out = numpy.asarray(member.predict(as_X(test_docs)))
+    row_of, row = {}, 0
+    for d, doc in enumerate(test_docs):
+        for sent in doc_sentences(doc)[0]:
+            row_of[(d, sent.start_char, sent.end_char)] = row
+            row += 1
+    return out[[row_of[(r["doc"], r["start"], r["end"])] for r in test_rows], -args.trunk_width:]
 
 
 def new_encoder(split: Dict, ctx: Dict) -> numpy.ndarray:
@@ -401,7 +432,10 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--open-set", type=int, default=0, help="classes of each corpus held out of training")
     parser.add_argument("--demo-pipeline", type=Path, default=None, help="a trained pipeline, scored as it is")
-    parser.add_argument("--new-encoder", action="store_true", help="the new_encoder_vectors row")
+    parser.add_argument("--new-encoder", action="store_true", help="the trunk's vector head row (new_encoder_vectors)")
+    parser.add_argument("--trunk-loss", default="MultiSimilarityLoss", help="its metric loss (spacy_rhetoric.<name>.v1)")
+    parser.add_argument("--trunk-weight", type=float, default=1.0, help="its loss weight beside the cross-entropy")
+    parser.add_argument("--trunk-width", type=int, default=256, help="its vector width")
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
