@@ -109,3 +109,14 @@ def test_the_vector_head_is_checked():
         head(loss="triplet")
     with pytest.raises(RhetoricError, match="width"):
         head(loss=registry.misc.get("spacy_rhetoric.NTXentLoss.v1")(), width=0)
+
+
+def test_the_scorer_reports_the_vectors_retrieval(tmp_path):
+    nlp = trained(tmp_path)
+    examples = [Example(nlp(paper(nlp, *p[:3])), paper(nlp, *p)) for p in PAPERS]
+    scores = nlp.get_pipe(CLASSIFIER).score(examples)
+    assert 0.0 <= scores["rhetoric_vector_p_at_1"] <= 1.0 and 0.0 < scores["rhetoric_vector_map_at_r"] <= 1.0
+    plain = trained(tmp_path / "plain", vectors=False)
+    scores = plain.get_pipe(CLASSIFIER).score([Example(plain(paper(plain, *p[:3])), paper(plain, *p))
+                                               for p in PAPERS])
+    assert scores["rhetoric_vector_p_at_1"] is None and scores["rhetoric_f_micro"] is not None

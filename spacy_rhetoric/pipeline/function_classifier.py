@@ -101,6 +101,7 @@ def score_function_classifier(
     rhetoric_p_macro, rhetoric_r_macro, rhetoric_f_per_type (prefix from
     ``score_prefix(label_field)``).
     """
+    examples = list(examples)  # read twice: labels, then vectors
     golds: List[str] = []
     preds: List[Optional[str]] = []
     for eg in examples:
@@ -128,6 +129,25 @@ def score_function_classifier(
     out[f"{prefix}_f_per_type"] = {
         label: {k: v for k, v in prf.items() if k != "support"} for label, prf in scores["per_label"].items()
     }
+    out.update(vector_scores(examples, gold_field, prefix))
+    return out
+
+
+def vector_scores(examples: Iterable[Example], gold_field: str, prefix: str) -> Dict[str, Optional[float]]:
+    """With a vector head (the predicted sentences carry
+    ``rhetoric_vector``): leave-one-out retrieval of the gold-labelled
+    sentences by their gold label, as ``rhetoric_sentence_encoder``'s
+    scorer, keys ``<prefix>_vector_p_at_1`` and ``<prefix>_vector_map_at_r``
+    (None without vectors)."""
+    from ..evaluation.metrics import retrieval_scores
+    from .sentence_encoder import collect_vectors
+
+    vectors, labels, _ = collect_vectors(examples, field=gold_field)
+    out: Dict[str, Optional[float]] = {f"{prefix}_vector_p_at_1": None, f"{prefix}_vector_map_at_r": None}
+    if len(labels) >= 2 and len(set(labels)) >= 2:
+        result = retrieval_scores(vectors, labels)
+        out.update({f"{prefix}_vector_p_at_1": float(result["p_at_1"]),
+                    f"{prefix}_vector_map_at_r": float(result["map_at_r"])})
     return out
 
 
@@ -185,6 +205,8 @@ def default_spans_key(label_field: str = LABEL) -> str:
         f"{SCORE_PREFIX}_p_macro": 0.0,
         f"{SCORE_PREFIX}_r_macro": 0.0,
         f"{SCORE_PREFIX}_f_per_type": None,
+        f"{SCORE_PREFIX}_vector_p_at_1": None,
+        f"{SCORE_PREFIX}_vector_map_at_r": None,
     },
 )
 def make_function_classifier(
