@@ -160,3 +160,12 @@ def test_pipeline_vectors_keep_the_readers_sentences():
     assert get_span_value(list(doc.sents)[0], VECTOR) is None  # the input papers are left as they were
     with pytest.raises(RhetoricError):  # a component left out: no vectors, one line
         bench.pipeline_vectors(pipeline, [doc], rows, disable_factories=("test_bench_vectors_encoder",))
+
+
+def test_the_test_papers_can_be_sampled_first():
+    docs, folds = make_docs()
+    rows = bench.class_rows(docs, folds)
+    (split,) = bench.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
+    assert len({r["doc"] for r in split["test"]}) == 2 and all(r["fold"] == "f1" for r in split["test"])
+    (again,) = bench.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
+    assert again["test"] == split["test"]

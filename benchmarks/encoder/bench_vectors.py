@@ -38,8 +38,14 @@ sentences) and averaged over the folds:
   it is (not retrained per fold): ``sent._.rhetoric_vector`` of the scored
   sentences, the pipeline run over their whole papers with the readers'
   sentence boundaries (as ``bench_fullpaper.pipeline_scores``);
-* ``new encoder`` (``--new-encoder``): :func:`new_encoder_vectors`, the hook
-  for an encoder trained per fold.
+* ``trunk vector head`` (``--new-encoder``): :func:`new_encoder_vectors`,
+  the pipeline's own encoder -- the classifier's fine-tuned MiniLM member with
+  its vector head (``VectorHead.v1``; ``--trunk-loss``, ``--trunk-weight``,
+  ``--trunk-width``) -- fitted per fold for the same steps and batch size,
+  reading each sentence with its heading and neighbours.
+
+``--max-test-docs N`` first samples at most N papers of each test fold
+(seeded), so an encoder that reads whole papers reads only those.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/encoder/bench_vectors.py --data ../shared/data \\
         [--corpora ART,MuLMS-AZ,CSAbstruct] [--folds 1,2] [--open-set 2] \\
@@ -138,13 +144,19 @@ def held_out_classes(classes: Sequence[str], k: int, seed: int) -> Set[str]:
 
 
 def fold_splits(rows: List[Dict], test_folds: Sequence[str], *, held_out: Set[str], max_test: int,
-                seed: int) -> List[Dict]:
+                seed: int, max_test_docs: int = 0) -> List[Dict]:
     """Per test fold: ``test`` (a seeded sample of at most ``max_test`` of the
-    fold's rows, in document order) and ``train`` (the other folds' rows whose
-    class is not held out)."""
+    fold's rows, in document order; with ``max_test_docs``, of the rows of a
+    seeded sample of at most that many of its papers, first -- an encoder
+    that reads whole papers then reads only those) and ``train`` (the other
+    folds' rows whose class is not held out)."""
     splits = []
     for n, fold in enumerate(test_folds):
         test = [r for r in rows if r["fold"] == fold]
+        papers = sorted({r["doc"] for r in test})
+        if max_test_docs and len(papers) > max_test_docs:
+            chosen = set(numpy.random.default_rng([seed, n, 1]).choice(papers, size=max_test_docs, replace=False))
+            test = [r for r in test if r["doc"] in chosen]
         if max_test and len(test) > max_test:
             keep = numpy.random.default_rng([seed, n]).choice(len(test), size=max_test, replace=False)
             test = [test[i] for i in sorted(keep)]
@@ -386,7 +398,8 @@ def run_corpus(corpus: str, docs, doc_folds: Sequence[str], test_folds: Sequence
     models loaded once, shared between corpora)."""
     rows = class_rows(docs, doc_folds)
     held_out = held_out_classes([r["class"] for r in rows], args.open_set, args.seed)
-    splits = fold_splits(rows, test_folds, held_out=held_out, max_test=args.max_test, seed=args.seed)
+    splits = fold_splits(rows, test_folds, held_out=held_out, max_test=args.max_test, seed=args.seed,
+                         max_test_docs=getattr(args, "max_test_docs", 0))
     ctx = {"docs": docs, "args": args, "cache": {} if cache is None else cache}
     results: Dict[str, Dict] = {name: {"folds": {}, "seconds": 0.0} for name, _ in encoders}
     for split in splits:
@@ -427,6 +440,8 @@ def parse_args(argv=None):
     parser.add_argument("--folds", type=_int_list, default=None,
                         help="1-based fold numbers to score (default all; CSAbstruct has one)")
     parser.add_argument("--max-test", type=int, default=3000, help="test sentences scored per fold (0: all)")
+    parser.add_argument("--max-test-docs", type=int, default=0,
+                        help="per fold, first a seeded sample of at most this many test papers (0: all)")
     parser.add_argument("--steps", type=int, default=300, help="fine-tuning steps")
     parser.add_argument("--batch-size", type=int, default=16, help=f"sentences per step ({K_PER_CLASS} per class)")
     parser.add_argument("--seed", type=int, default=0)
