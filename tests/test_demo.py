@@ -157,6 +157,21 @@ def test_run_writes_pipeline_and_reuses_models(tiny_models, monkeypatch, tmp_pat
     assert [s._.rhetoric_label in SENTENCES for s in nlp("We train the parser. It works.").sents] == [True, True]
 
 
+@pytest.mark.slow  # trains (tiny_models)
+def test_by_default_the_classifiers_trunk_gives_the_vectors(tiny_models, monkeypatch, tmp_path, capsys):
+    data, output, _, _ = tiny_models
+    monkeypatch.setenv("SPACY_RHETORIC_DATA", str(data.train.parent.parent))
+    monkeypatch.chdir(tmp_path)
+    counts = demo.run(None, output, classifier_steps=3, encoder_steps=demo.DEFAULT_ENCODER_STEPS)
+    out = capsys.readouterr().out
+    assert demo.DEFAULT_ENCODER_STEPS == 0 and out.count("reusing") == 1 and counts["sentences"] > 10
+    nlp = spacy.load(output / "pipeline")
+    assert nlp.pipe_names[-2:] == ["rhetoric_section_tagger", "rhetoric_function_classifier"]
+    doc = nlp("We train the parser. It works.")
+    assert all(s._.rhetoric_vector is not None and s._.rhetoric_label is not None for s in doc.sents)
+    assert "most similar sentence" in out and "its vectors (by gold label) P@1" in out
+
+
 def test_cli_demo_without_data_fails_clearly(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 

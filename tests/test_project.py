@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 CONFIG_RE = re.compile(r"configs/([\w.-]+)\.cfg")
 PROFILE_CONFIGS = {
-    "all": {"rhetoric_trf", "classifier", "fine_classifier"},
+    "all": {"classifier", "fine_classifier"},
     "all-fast": {"classifier_fast", "classifier", "encoder", "fine_classifier"},
 }
 
@@ -52,11 +52,14 @@ def test_profile_workflow_resolves_to_its_configs(tmp_path, workflow):
     assert len(assemble_args) == 1
     args = assemble_args[0]
     opts = {k: args[i + 1] for i, k in enumerate(args) if k.startswith("--")}
-    assert {"--phrases", "--classifier", "--fine-classifier", "--encoder"} <= set(opts)
+    assert {"--phrases", "--classifier", "--fine-classifier"} <= set(opts)
     # both: the coarse classifier is the full-paper one (model-last, as cross-validated)
     assert opts["--classifier"].endswith("/fullpaper/model-last")
-    # best: the encoder comes from the shared-transformer pipeline
-    assert opts["--encoder"].endswith("/rhetoric/model-best") == (workflow == "all")
+    # best: the vectors come from the classifier's trunk (its vector head), no separate encoder
+    assert ("--encoder" not in opts) == (workflow == "all")
+    if workflow == "all":
+        text = (CONFIGS / "classifier.cfg").read_text(encoding="utf8")
+        assert "[components.rhetoric_function_classifier.model.members.finetuned.vectors]" in text
     # the workflow ends with the package of the pipeline it assembled
     package = [args for _, args in lines if args[3:4] == ["package"]]
     assert package and package[-1][4] == args[4]

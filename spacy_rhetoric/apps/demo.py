@@ -1,5 +1,6 @@
 """``spacy-rhetoric demo`` (and ``make demo``): train a small CPU function
-classifier and sentence encoder with ``spacy train`` and the packaged configs,
+classifier, whose trunk also gives the sentence vectors, with ``spacy train``
+and the packaged config,
 assemble them with the English parser, the phrase labeler and the section
 tagger into one pipeline (``spacy_rhetoric.apps.assemble``), and annotate a paper
 with it, section by section.
@@ -13,9 +14,13 @@ with it, section by section.
   the MuLMS-AZ full papers with expert zones (when present in the data
   directory). The demo's fine-tune of the classifier's MiniLM member is half
   a pass (``DEMO_CLASSIFIER_SETTINGS``).
-- Encoder: ``configs/encoder.cfg`` on CSAbstruct, trained in a child process
-  beside the classifier on a machine with two cores or more
-  (:class:`BackgroundTraining`).
+- Sentence vectors: the classifier's fine-tuned MiniLM member is the trunk of
+  two heads, its labels and ``sent._.rhetoric_vector`` (its vector head,
+  ``VectorHead.v1``, trained with a metric loss on the papers' expert zones),
+  from one pass. ``encoder_steps > 0`` (``--encoder-steps``) also trains the
+  separate tok2vec encoder ``configs/encoder.cfg`` on CSAbstruct, in a child
+  process beside the classifier on a machine with two cores or more
+  (:class:`BackgroundTraining`); its vectors then replace the trunk's.
 - Paper: any file ``read_papers`` reads (PDF, GROBID TEI, JATS, S2ORC, text);
   by default the GROBID TEI sample ``paper-formats/grobid-tei/N18-3011.tei.xml``
   of the data directory (an ACL paper; the file states no licence, so it is
@@ -54,7 +59,7 @@ CLASSIFIER_CONFIG = "classifier"
 ENCODER_CONFIG = "encoder"
 # 800 steps of the network, beside the members fitted at initialize (RESULTS.md: the demo's time and scores)
 DEFAULT_CLASSIFIER_STEPS = 800
-DEFAULT_ENCODER_STEPS = 400
+DEFAULT_ENCODER_STEPS = 0  # the separate tok2vec encoder: off (the classifier's trunk gives the vectors)
 # The demo's classifier is the packaged config with a shorter fine-tune of its MiniLM member (half a pass over
 # the papers' sentences instead of one), so that ``make demo`` fits in 8 minutes on two cores.
 DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.members.finetuned.epochs": 0.5}
@@ -287,16 +292,23 @@ def _mtime(path: Path) -> int:
 
 def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, encoder_steps: int,
                       retrain: bool = False, background: Optional[bool] = None,
-                      gpu_id: int = -1) -> Tuple[Path, Path]:
+                      gpu_id: int = -1) -> Tuple[Path, Optional[Path]]:
     """Train the CPU classifier (packaged config ``classifier``
     with ``DEMO_CLASSIFIER_SETTINGS``: tok2vec + context architecture + section
     input + n-grams + CRF, section dropout, and the members fitted at
     initialize) on CSAbstruct + MuLMS-AZ and the encoder (``encoder``) on
-    CSAbstruct into ``output``. With ``background`` (default: on a machine
+    CSAbstruct into ``output`` (``encoder_steps`` = 0: no encoder, None is
+    returned for it). With ``background`` (default: on a machine
     with two cores or more) the encoder trains in a child process beside the
     classifier (:class:`BackgroundTraining`), its log in ``output/encoder.log``.
     ``gpu_id``: both train on that GPU (spacy train's ``--gpu-id``; -1 = CPU)."""
     output.mkdir(parents=True, exist_ok=True)
+    if not encoder_steps:
+        print(f"\n== training the function classifier and its vector head ({classifier_steps} steps) ==")
+        clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
+        clf_overrides = {**training_overrides(clf_train, clf_dev, classifier_steps), **DEMO_CLASSIFIER_SETTINGS}
+        return train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
+                              inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id), None
     if background is None:
         background = (os.cpu_count() or 1) >= 2
     corpus = output / "corpus"
@@ -398,6 +410,11 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
     return counts
 
 
+def _score(scores: Dict[str, Any], key: str) -> str:
+    value = scores.get(key)
+    return f"{value:.3f}" if isinstance(value, (int, float)) else "n/a"
+
+
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
@@ -434,20 +451,23 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
 
     classifier, encoder = train_demo_models(
         data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain, gpu_id=gpu_id)
-    nlp, _ = assemble(parser, [(classifier, CLASSIFIER), (encoder, ENCODER)], phrases=data.phrases)
+    models = [(classifier, CLASSIFIER)] + ([(encoder, ENCODER)] if encoder is not None else [])
+    nlp, _ = assemble(parser, models, phrases=data.phrases)
     save_pipeline(nlp, pipeline_dir)
     print(f"\npipeline {nlp.pipe_names} -> {pipeline_dir}")
 
     counts = annotate(nlp, paper)
 
-    clf, enc = dev_scores(classifier), dev_scores(encoder)
+    clf = dev_scores(classifier)
     print(f"\n{counts['sentences']} sentences of {paper}, {counts['phrase_labeled']} with a phrase label")
-    print(f"Quick models, scored by spaCy on CSAbstruct dev (section: abstract) after training "
-          f"({classifier_steps} / {encoder_steps} steps):")
-    print(f"  classifier F1 micro {clf.get('rhetoric_f_micro', float('nan')):.3f}, "
-          f"macro {clf.get('rhetoric_f_macro', float('nan')):.3f}")
-    print(f"  encoder P@1 {enc.get('encoder_p_at_1', float('nan')):.3f}, "
-          f"MAP@R {enc.get('encoder_map_at_r', float('nan')):.3f}")
+    print(f"Quick models, scored by spaCy on the classifier's dev set after training ({classifier_steps} steps):")
+    print(f"  classifier F1 micro {_score(clf, 'rhetoric_f_micro')}, macro {_score(clf, 'rhetoric_f_macro')}")
+    print(f"  its vectors (by gold label) P@1 {_score(clf, 'rhetoric_vector_p_at_1')}, "
+          f"MAP@R {_score(clf, 'rhetoric_vector_map_at_r')}")
+    if encoder is not None:
+        enc = dev_scores(encoder)
+        print(f"  the separate encoder ({encoder_steps} steps, CSAbstruct dev) P@1 {_score(enc, 'encoder_p_at_1')}, "
+              f"MAP@R {_score(enc, 'encoder_map_at_r')}")
     print("  (longer training with the configs in configs/ does better; see RESULTS.md)")
     print(f"done in {time.perf_counter() - start:.0f} s")
     return counts
