@@ -120,3 +120,24 @@ def test_the_scorer_reports_the_vectors_retrieval(tmp_path):
     scores = plain.get_pipe(CLASSIFIER).score([Example(plain(paper(plain, *p[:3])), paper(plain, *p))
                                                for p in PAPERS])
     assert scores["rhetoric_vector_p_at_1"] is None and scores["rhetoric_f_micro"] is not None
+
+
+def test_on_a_device_the_same_labels_and_vectors_in_device_arrays(tmp_path):
+    """The classifier with a vector head on a simulated accelerator
+    (tests/device_sim.py): the model's output (probabilities, then vectors)
+    is a device array, equal to the CPU's, and the pipe stores the same
+    vectors."""
+    from device_sim import device_ops, host, is_device_array
+
+    nlp = trained(tmp_path)
+    nlp.to_disk(tmp_path / "nlp")
+    cpu_doc = nlp(paper(nlp, *PAPERS[1][:3]))
+    cpu_out = nlp.get_pipe(CLASSIFIER).predict([paper(nlp, *PAPERS[1][:3])])
+    with device_ops():
+        on_device = spacy.load(tmp_path / "nlp")
+        pipe = on_device.get_pipe(CLASSIFIER)
+        out = pipe.predict([paper(on_device, *PAPERS[1][:3])])
+        assert is_device_array(out) and out.shape == (4, 4 + 8)
+        numpy.testing.assert_allclose(host(out), cpu_out, atol=1e-5)
+        doc = on_device(paper(on_device, *PAPERS[1][:3]))
+    assert all(numpy.allclose(a, b, atol=1e-5) for a, b in zip(vectors_of(doc), vectors_of(cpu_doc)))
