@@ -17,7 +17,10 @@ step) and by ``spacy-rhetoric demo``.
 - No two components may write one sentence field: two classifiers need
   different ``label_field``/``scores_field`` (the fine classifier of
   ``configs/fine_classifier.cfg`` writes ``fine_label``), and one encoder
-  writes the vectors. That is checked before anything is written.
+  writes the vectors. That is checked before anything is written. A
+  classifier with a vector head (``VectorHead.v1``) also writes the vectors;
+  an encoder assembled after it replaces them (the fast profile's tok2vec
+  encoder does).
 """
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
@@ -28,6 +31,7 @@ from spacy.language import Language
 from ..errors import RhetoricError
 from ..extensions import VECTOR
 from ..io import PathError, atomic_dir, check_input, check_output
+from ..ml.experts import vector_width
 from ..util import load_parser
 
 CLASSIFIER = "rhetoric_function_classifier"
@@ -162,6 +166,8 @@ def describe(nlp: Language, parser: str) -> str:
                          else f"{field.replace('_', ' ')} classifier")
     if ENCODER in factories:
         parts.append("functional sentence embeddings")
+    elif any(vector_width(nlp.get_pipe(n).model) for n, f in zip(nlp.pipe_names, factories) if f == CLASSIFIER):
+        parts.append("functional sentence embeddings (the classifier's trunk)")
     return "spacy_rhetoric: " + ", ".join(parts)
 
 
