@@ -113,18 +113,19 @@ def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
     for a, b in zip(together, alone):
         assert numpy.allclose(a.float().numpy(), b.float().numpy(), atol=2e-2)
     context = numpy.random.RandomState(0).rand(len(texts), 2).astype("float32")
-    probs = runtime.predict(texts, contexts, context, batch_size=2)
-    each = numpy.concatenate([runtime.predict([t], [c], context[i : i + 1]) for i, (t, c) in
+    probs, vectors = runtime.predict(texts, contexts, context, batch_size=2)
+    assert vectors.shape == (len(texts), 0)  # no vector head
+    each = numpy.concatenate([runtime.predict([t], [c], context[i : i + 1])[0] for i, (t, c) in
                               enumerate(zip(texts, contexts))])
     assert numpy.allclose(probs, each, atol=1e-3)
     # prediction runs every layer in one pass: the same as the training path (frozen states cached, then the top)
-    cached = runtime.top(runtime.bottom(texts, contexts), context)
+    cached, _ = runtime.top(runtime.bottom(texts, contexts), context)
     assert numpy.allclose(probs, torch.softmax(cached, -1).detach().numpy(), atol=2e-2)
     # int8 on the CPU: a quantized copy of the encoder, close to float32, the encoder itself untouched
-    int8 = runtime.predict(texts, contexts, context, batch_size=2, int8=True)
+    int8, _ = runtime.predict(texts, contexts, context, batch_size=2, int8=True)
     assert runtime.inference_encoder(True) is not runtime.encoder
     assert not numpy.allclose(int8, probs, atol=1e-7) and numpy.allclose(int8, probs, atol=0.1)
-    assert numpy.allclose(runtime.predict(texts, contexts, context, batch_size=2), probs, atol=1e-6)
+    assert numpy.allclose(runtime.predict(texts, contexts, context, batch_size=2)[0], probs, atol=1e-6)
 
 
 @pytest.mark.slow  # fine-tunes all-MiniLM-L6-v2's top layers for a few steps
