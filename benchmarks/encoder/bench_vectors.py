@@ -52,7 +52,6 @@ sentences) and averaged over the folds:
         [--demo-pipeline .demo/pipeline] --out /tmp/vectors.json
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -499,11 +498,10 @@ def main(argv=None) -> int:
     report["seconds"] = round(time.time() - started)
     print(f"{report['seconds']} s", flush=True)
     if args.out:
-        from spacy_rhetoric.io import atomic_path
+        from spacy_rhetoric.io import atomic_write_json
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(args.out) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=1))
+        atomic_write_json(args.out, report, indent=1)
     return 0
 
 

@@ -183,11 +183,10 @@ def main(argv=None) -> int:
     print(f"{report['seconds']} s; " + "; ".join(f"{c}: {v['papers']} papers, {v['scored']} scored sentences "
                                                   f"({v['single']} single)" for c, v in report["corpora"].items()))
     if args.out:
-        from spacy_rhetoric.io import atomic_path
+        from spacy_rhetoric.io import atomic_write_json
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(args.out) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=1))
+        atomic_write_json(args.out, report, indent=1)
     return 0
 
 
