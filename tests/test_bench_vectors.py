@@ -169,3 +169,11 @@ def test_the_test_papers_can_be_sampled_first():
     assert len({r["doc"] for r in split["test"]}) == 2 and all(r["fold"] == "f1" for r in split["test"])
     (again,) = bench.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
     assert again["test"] == split["test"]
+
+
+def test_a_fold_gets_the_same_sample_whichever_folds_are_run():
+    docs, folds = make_docs()
+    rows = bench.class_rows(docs, folds)
+    every = bench.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0, max_test_docs=2)
+    (last,) = bench.fold_splits(rows, FOLDS[-1:], held_out=set(), max_test=5, seed=0, max_test_docs=2)
+    assert last["test"] == every[-1]["test"]

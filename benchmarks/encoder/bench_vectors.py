@@ -150,7 +150,9 @@ def fold_splits(rows: List[Dict], test_folds: Sequence[str], *, held_out: Set[st
     that reads whole papers then reads only those) and ``train`` (the other
     folds' rows whose class is not held out)."""
     splits = []
-    for n, fold in enumerate(test_folds):
+    every_fold = sorted({r["fold"] for r in rows})
+    for fold in test_folds:
+        n = every_fold.index(fold)  # the fold's own seed, whichever folds a run scores (--folds)
         test = [r for r in rows if r["fold"] == fold]
         papers = sorted({r["doc"] for r in test})
         if max_test_docs and len(papers) > max_test_docs:
