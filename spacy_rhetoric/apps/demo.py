@@ -303,12 +303,16 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     classifier (:class:`BackgroundTraining`), its log in ``output/encoder.log``.
     ``gpu_id``: both train on that GPU (spacy train's ``--gpu-id``; -1 = CPU)."""
     output.mkdir(parents=True, exist_ok=True)
-    if not encoder_steps:
+
+    def train_classifier() -> Path:
         print(f"\n== training the function classifier and its vector head ({classifier_steps} steps) ==")
         clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
         clf_overrides = {**training_overrides(clf_train, clf_dev, classifier_steps), **DEMO_CLASSIFIER_SETTINGS}
         return train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
-                              inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id), None
+                              inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id)
+
+    if not encoder_steps:
+        return train_classifier(), None
     if background is None:
         background = (os.cpu_count() or 1) >= 2
     corpus = output / "corpus"
@@ -325,11 +329,7 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
                                          inputs=[train_spacy, dev_spacy], retrain=retrain, log=output / "encoder.log",
                                          gpu_id=gpu_id)
     try:
-        print(f"\n== training the function classifier ({classifier_steps} steps) ==")
-        clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
-        clf_overrides = {**training_overrides(clf_train, clf_dev, classifier_steps), **DEMO_CLASSIFIER_SETTINGS}
-        classifier = train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
-                                    inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id)
+        classifier = train_classifier()
         if encoder_job is not None:
             print(f"\n== the sentence encoder ({encoder_steps} steps) ==")
             encoder = encoder_job.wait()

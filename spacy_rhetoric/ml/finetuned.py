@@ -316,7 +316,8 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     metric = None
     if vectors is not None:
         vector_classes = sorted(set(classes_of_vectors))
-        metric_target = torch.as_tensor([vector_classes.index(c) for c in classes_of_vectors], dtype=torch.long)
+        metric_target = torch.as_tensor([vector_classes.index(c) for c in classes_of_vectors], dtype=torch.long,
+                                        device=runtime.device)
         metric = vectors.loss
         metric.initialize(len(vector_classes), vectors.width)
         metric.set_labels(vector_classes)
@@ -353,7 +354,7 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
         loss = loss_fn(logits, torch.as_tensor(target[batch], device=runtime.device))
         if metric is not None:
             embedded = runtime.vector_head(pooled)
-            loss = loss + vectors.weight * metric(embedded, metric_target[batch].to(runtime.device))
+            loss = loss + vectors.weight * metric(embedded, metric_target[torch.as_tensor(batch, device=runtime.device)])
         return loss
 
     trainable = runtime.trainable()

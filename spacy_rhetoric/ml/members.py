@@ -211,15 +211,20 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
 
 # ---------------------------------------------------------------- features
 
-def sentence_texts(X: Tuple[List[Doc], Ragged]) -> List[str]:
-    """The text of every sentence row of ``X = (docs, indices)``."""
+def row_spans(X: Tuple[List[Doc], Ragged]) -> List[Any]:
+    """The sentence ``Span`` of every row of ``X = (docs, indices)``."""
     docs, indices = X
     offsets = to_host(indices.dataXd).tolist()
     out, row = [], 0
     for doc, n in zip(docs, to_host(indices.lengths).tolist()):
-        out.extend(doc[int(offsets[row + i][0]) : int(offsets[row + i][1])].text for i in range(n))
+        out.extend(doc[int(offsets[row + i][0]) : int(offsets[row + i][1])] for i in range(n))
         row += n
     return out
+
+
+def sentence_texts(X: Tuple[List[Doc], Ragged]) -> List[str]:
+    """The text of every sentence row of ``X = (docs, indices)``."""
+    return [span.text for span in row_spans(X)]
 
 
 def row_values(X: Tuple[List[Doc], Ragged], field: str) -> List[Any]:
@@ -227,13 +232,7 @@ def row_values(X: Tuple[List[Doc], Ragged], field: str) -> List[Any]:
     where it has none)."""
     from ..extensions import get_span_value
 
-    docs, indices = X
-    offsets = to_host(indices.dataXd).tolist()
-    out, row = [], 0
-    for doc, n in zip(docs, to_host(indices.lengths).tolist()):
-        out.extend(get_span_value(doc[int(offsets[row + i][0]) : int(offsets[row + i][1])], field) for i in range(n))
-        row += n
-    return out
+    return [get_span_value(span, field) for span in row_spans(X)]
 
 
 def neighbour_rows(lengths: Sequence[int]) -> Tuple[numpy.ndarray, numpy.ndarray]:
