@@ -45,6 +45,20 @@ def test_settings_are_checked():
         finetuned_expert(MODEL, max_length=4)
 
 
+def test_the_config_block_sets_the_member_that_runs():
+    """``FinetunedMember.v1``'s arguments are the settings the built member
+    fine-tunes and predicts with (``context_chars`` included)."""
+    from spacy.util import registry
+
+    build = registry.architectures.get("spacy_rhetoric.FinetunedMember.v1")
+    member = build(name=MODEL, epochs=0.5, frozen_layers=3, max_length=64, context_chars=40, int8=True)
+    assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "int8")} == \
+        {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "int8": True}
+    assert build(name=MODEL).attrs["context_chars"] == 150
+    with pytest.raises(RhetoricError):
+        build(name=MODEL, context_chars=-1)
+
+
 @pytest.mark.slow  # fine-tunes two layers of all-MiniLM-L6-v2 on six sentences
 def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
     from spacy_rhetoric.ml.finetuned import finetuned_expert

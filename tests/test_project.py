@@ -221,3 +221,27 @@ def test_the_benchmark_layout_check_can_fail(tmp_path):
     (tmp_path / "speed" / "bench_annotate.py").write_text("")
     assert benchmark_layout_problems(tmp_path) == [
         "loose at the top: bench_pdf.py", "no README.md in results/", "no README.md in speed/"]
+
+
+def script_root_problems(benchmarks: Path):
+    """Shell scripts under ``benchmarks`` that ``cd "$(dirname "$0")/<up>"``
+    to a folder other than the checkout's root (they run the checkout's
+    configs and .venv from there)."""
+    problems = []
+    for script in sorted(benchmarks.rglob("*.sh")):
+        for up in re.findall(r'cd "\$\(dirname "\$0"\)/([./]+)"', script.read_text(encoding="utf8")):
+            if not (script.parent / up / "setup.py").is_file():
+                problems.append(f"{script.relative_to(benchmarks)}: cd {up} is not the checkout's root")
+    return problems
+
+
+def test_benchmark_scripts_run_from_the_checkouts_root():
+    assert not script_root_problems(BENCHMARKS)
+
+
+def test_the_script_root_check_can_fail(tmp_path):
+    """A script moved one folder down without its ``cd`` following it."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "benchmarks" / "fullpaper").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "fullpaper" / "run.sh").write_text('cd "$(dirname "$0")/.."\n')
+    assert script_root_problems(tmp_path / "benchmarks") == ["fullpaper/run.sh: cd .. is not the checkout's root"]

@@ -9,7 +9,7 @@
 # models are isolated-sentence ones (SentenceCorpus: one example per sentence).
 #   bash benchmarks/classifier/run_pmc.sh [MAX_STEPS] [LOSSES...]
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 STEPS=${1:-1500}
 shift 1 2>/dev/null || true
 LOSSES=${*:-"SoftmaxLoss BatchAllTripletLoss ArcFaceLoss MultiSimilarityLoss NTXentLoss"}

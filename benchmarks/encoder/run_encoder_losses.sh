@@ -8,7 +8,7 @@
 # MAX_STEPS and by TIME_LIMIT (GNU timeout); model-best is selected on the first 300 dev
 # sentences every EVAL_EVERY steps, so a run cut by the time limit still leaves a model-best.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 LIMIT=${1:-55m}
 STEPS=${2:-400}
 shift 2 2>/dev/null || shift $#

@@ -34,7 +34,11 @@ same for an earlier classifier (its own rows); each also with the sections
 hidden (``no sections``: plain text); ``--member-rows``: for a
 ``FullPaperSentenceClassifier.v4`` in ``--cv-dir``, each member alone and
 the mixtures of ``MEMBER_MIXTURES`` (the same trained models, their
-``experts`` weights set at prediction).
+``experts`` weights set at prediction); ``--vectors``: the ``--cv-dir``
+models' sentence vectors (the trunk's vector head, from the same pass as
+the labels) scored by leave-one-out retrieval of each held-out fold's
+sentences by their zone (P@1, MAP@R), against plain all-MiniLM-L6-v2
+vectors (sentence-transformers) of the same sentences.
 
     python benchmarks/fullpaper/bench_fullpaper.py --data ../shared/data --cv-dir training/fullpaper_cv \\
         --demo-pipeline training/old_demo_pipeline --out benchmarks/fullpaper/results/fullpaper_cv.json
@@ -46,7 +50,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy
 
@@ -59,6 +63,7 @@ from spacy_rhetoric.evaluation.fullpaper import (  # noqa: F401 - the scores' on
 )
 
 FOLDS = ("train1", "train2", "train3", "train4", "train5")
+RAW_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # the --vectors baseline
 LOOKUP = (  # the fixed heading lookup: first pattern found in the lower-cased heading
     (r"introduction", "background"),
     (r"background|related work", "background"),
@@ -131,11 +136,13 @@ def sklearn_rows(train, test, *, heading: bool, position: bool, neighbours: bool
 
 # ---------------------------------------------------------------- pipelines
 
-def pipeline_scores(nlp, docs, *, hide_sections: bool = False) -> List[List[Dict[str, float]]]:
+def pipeline_scores(nlp, docs, *, hide_sections: bool = False,
+                    vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None) -> List[List[Dict[str, float]]]:
     """Run ``nlp`` over copies of the papers that carry their headings and
     (unless ``hide_sections``) sections but no labels; the label scores of
-    each sentence."""
-    from spacy_rhetoric.extensions import GOLD_LABELS, LABEL, SCORES, SECTION, clear_field, get_span_value
+    each sentence. ``vectors``: a list that receives, per paper, each
+    sentence's ``rhetoric_vector`` from the same pass (None where it has none)."""
+    from spacy_rhetoric.extensions import GOLD_LABELS, LABEL, SCORES, SECTION, VECTOR, clear_field, get_span_value
 
     copies = []
     for doc in docs:
@@ -149,14 +156,98 @@ def pipeline_scores(nlp, docs, *, hide_sections: bool = False) -> List[List[Dict
     out = []
     with nlp.select_pipes(disable=skip):
         for doc in nlp.pipe(copies, batch_size=4):
-            out.append([get_span_value(s, "scores") or {} for s in doc.sents if s.text.strip()])
+            sents = [s for s in doc.sents if s.text.strip()]
+            out.append([get_span_value(s, "scores") or {} for s in sents])
+            if vectors is not None:
+                vectors.append([get_span_value(s, VECTOR) for s in sents])
     return out
 
 
-def pipeline_predictions(nlp, docs, *, hide_sections: bool = False) -> List[List[Optional[str]]]:
+def pipeline_predictions(nlp, docs, *, hide_sections: bool = False,
+                         vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None) -> List[List[Optional[str]]]:
     """One label per sentence (``pipeline_scores``' best; None without scores)."""
     return [[max(scores, key=scores.get) if scores else None for scores in doc_scores]
-            for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections)]
+            for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections, vectors=vectors)]
+
+
+def vector_rows(fold_vectors: Dict[str, List[numpy.ndarray]], fold_labels: Dict[str, List[str]]
+                ) -> Dict[str, Any]:
+    """Leave-one-out P@1 / MAP@R by gold zone (the sentences' fine label) within
+    each held-out fold (``evaluation.metrics.retrieval_scores``), and their means."""
+    from spacy_rhetoric.evaluation.metrics import retrieval_scores
+
+    folds = {}
+    for fold, vectors in fold_vectors.items():
+        result = retrieval_scores(numpy.vstack(vectors), fold_labels[fold])
+        folds[fold] = {"p_at_1": float(result["p_at_1"]), "map_at_r": float(result["map_at_r"]),
+                       "sentences": len(vectors)}
+    mean = {k: float(numpy.mean([f[k] for f in folds.values()])) for k in ("p_at_1", "map_at_r")}
+    return {"folds": folds, "mean": mean}
+
+
+def fold_sentences(docs, fold: str):
+    """A held-out fold's sentences as ``pipeline_scores`` keeps them: texts and zones (fine labels)."""
+    from spacy_rhetoric.extensions import FINE_LABEL, get_doc_value, get_span_value
+
+    texts, zones = [], []
+    for doc in docs:
+        if get_doc_value(doc, "fold") == fold:
+            for s in doc.sents:
+                if s.text.strip():
+                    texts.append(s.text)
+                    zones.append(get_span_value(s, FINE_LABEL))
+    return texts, zones
+
+
+def zone_vector_rows(docs, fold_vectors: Dict[str, List[Optional[numpy.ndarray]]]) -> Dict[str, Any]:
+    """``vector_rows`` of a pipeline's vectors (per fold, one per kept sentence) of the sentences with a zone."""
+    kept_vectors, kept_zones = {}, {}
+    for fold, vectors in fold_vectors.items():
+        _, zones = fold_sentences(docs, fold)
+        pairs = [(v, z) for v, z in zip(vectors, zones) if v is not None and z]
+        kept_vectors[fold], kept_zones[fold] = [v for v, _ in pairs], [z for _, z in pairs]
+    result = vector_rows(kept_vectors, kept_zones)
+    print(f"  vectors by zone: P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}", flush=True)
+    return result
+
+
+def raw_vector_rows(docs) -> Dict[str, Any]:
+    """``vector_rows`` of plain sentence-transformers vectors (``RAW_MODEL``, offline copy) of the same sentences."""
+    from spacy_rhetoric.ml.st_models import load_sentence_transformer
+    from spacy_rhetoric.util import resolve_hf_model
+
+    encoder = load_sentence_transformer(resolve_hf_model(RAW_MODEL), max_length=256)
+    raw_vectors, raw_zones = {}, {}
+    for fold in FOLDS:
+        texts, zones = fold_sentences(docs, fold)
+        keep = [i for i, z in enumerate(zones) if z]
+        encoded = encoder.encode([texts[i] for i in keep], batch_size=32, convert_to_numpy=True,
+                                 normalize_embeddings=True, show_progress_bar=False)
+        raw_vectors[fold], raw_zones[fold] = list(encoded), [zones[i] for i in keep]
+    result = vector_rows(raw_vectors, raw_zones)
+    print(f"raw {RAW_MODEL} vectors by zone: P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}",
+          flush=True)
+    return result
+
+def cv_rows(run, docs, name: str, cv_dir: Path) -> Dict[str, List[Optional[numpy.ndarray]]]:
+    """``run`` the per-fold models of ``cv_dir`` with and without sections;
+    the sentence vectors of the pass with sections, by fold."""
+    import spacy
+
+    models = {fold: spacy.load(cv_dir / fold / "model" / "model-last") for fold in FOLDS}
+    fold_vectors: Dict[str, List[Optional[numpy.ndarray]]] = {}
+    for hide in (False, True):
+        def cv_fold(fold, train, test, test_docs, hide=hide):
+            vectors: List[List[Optional[numpy.ndarray]]] = []
+            preds = pipeline_predictions(models[fold], [docs[i] for i in test_docs], hide_sections=hide,
+                                         vectors=None if hide else vectors)
+            if not hide:
+                fold_vectors[fold] = [v for doc_vectors in vectors for v in doc_vectors]
+            return [p for doc_preds in preds for p in doc_preds]
+
+        run(name + (" (no sections)" if hide else ""), cv_fold)
+    return fold_vectors
+
 
 
 # Mixtures scored with --member-rows: (name, weight per member of the full-paper classifier on papers, by name:
@@ -226,6 +317,9 @@ def main(argv=None) -> int:
     parser.add_argument("--demo-pipeline", type=Path, default=None)
     parser.add_argument("--member-rows", action="store_true",
                         help="--cv-dir models with experts: each member alone and the MEMBER_MIXTURES rows")
+    parser.add_argument("--vectors", action="store_true",
+                        help="also score the CV models' sentence vectors by zone (P@1, MAP@R) against plain "
+                             "all-MiniLM-L6-v2 vectors of the same sentences")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -283,16 +377,17 @@ def main(argv=None) -> int:
 
         run(f"demo pipeline before ({args.demo_pipeline.name})", demo_fold)
 
+    vector_results: Dict[str, Any] = {}
+
+    if args.vectors:  # the baseline: plain all-MiniLM-L6-v2 vectors of the same sentences
+        vector_results[f"raw {RAW_MODEL}"] = raw_vector_rows(docs)
+
     for name, cv_dir in (("full-paper classifier before", args.cv_before), ("full-paper classifier", args.cv_dir)):
         if not cv_dir:
             continue
-        models = {fold: spacy.load(cv_dir / fold / "model" / "model-last") for fold in FOLDS}
-        for hide in (False, True):
-            def cv_fold(fold, train, test, test_docs, hide=hide, models=models):
-                return [p for preds in pipeline_predictions(models[fold], [docs[i] for i in test_docs],
-                                                            hide_sections=hide) for p in preds]
-
-            run(name + (" (no sections)" if hide else ""), cv_fold)
+        fold_vectors = cv_rows(run, docs, name, cv_dir)
+        if args.vectors:
+            vector_results[name] = zone_vector_rows(docs, fold_vectors)
 
     if args.member_rows and args.cv_dir:
         models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in FOLDS}
@@ -317,6 +412,8 @@ def main(argv=None) -> int:
     report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": time.time() - started,
               "papers": len(docs), "scored": sum(r["scored"] for r in rows),
               "single": sum(r["scored"] and r["single"] for r in rows), "rows": results}
+    if vector_results:
+        report["vectors_by_zone"] = vector_results
     print(f"{report['papers']} papers, {report['scored']} scored sentences ({report['single']} single), "
           f"{report['seconds']:.0f} s")
     if args.out:

@@ -5,7 +5,7 @@
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
 # A fold whose model-last exists is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 CV_DIR=${CV_DIR:-training/fullpaper_cv}
 STEPS=${STEPS:-2000}
 PARALLEL=${PARALLEL:-1}
