@@ -54,7 +54,7 @@ def test_the_config_block_sets_the_member_that_runs():
     member = build(name=MODEL, epochs=0.5, frozen_layers=3, max_length=64, context_chars=40, int8=True)
     assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "int8")} == \
         {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "int8": True}
-    assert build(name=MODEL).attrs["context_chars"] == 150
+    assert build(name=MODEL).attrs["context_chars"] == 60
     with pytest.raises(RhetoricError):
         build(name=MODEL, context_chars=-1)
 

@@ -221,7 +221,7 @@ def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_fi
 @registry.architectures("spacy_rhetoric.FinetunedMember.v1")
 def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2", epochs: float = 1.0,
                            frozen_layers: int = 2, learn_rate: float = 8e-5, batch_size: int = 16,
-                           max_length: int = 128, context_chars: int = 150, int8: bool = False,
+                           max_length: int = 128, context_chars: int = 60, int8: bool = False,
                            vectors: Optional[VectorHead] = None) -> Model:
     """A member fine-tuned at initialize on the full papers' sentences: the
     top layers of the Hugging Face encoder ``name`` (resolved offline; the

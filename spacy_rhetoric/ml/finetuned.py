@@ -283,7 +283,7 @@ class FinetunedEncoder:
 
 def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
                        head_learn_rate: float = 1e-3, batch_size: int = 16, max_length: int = 128,
-                       frozen_layers: int = 2, context_chars: int = 150, class_weight_power: float = 0.5,
+                       frozen_layers: int = 2, context_chars: int = 60, class_weight_power: float = 0.5,
                        seed: int = 0) -> Dict[str, Any]:
     """The member's settings (module docstring), checked."""
     if epochs <= 0 or batch_size < 1 or max_length < 8 or context_chars < 0:
@@ -438,7 +438,7 @@ class FinetunedShim(MemberShim):
 
 
 def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
-                     batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 150,
+                     batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 60,
                      class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True,
                      int8: bool = False, vectors: Optional[VectorHead] = None
                      ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
