@@ -110,6 +110,30 @@ def test_section_label_corpus_copies_sections_to_predicted(tmp_path):
     assert eg.reference.user_data is not eg.predicted.user_data
 
 
+def test_section_label_corpus_reads_its_files_once_per_version(tmp_path):
+    """Every call gives fresh predicted docs over the same references (read
+    once); a file written again is read again."""
+    import os
+
+    nlp = spacy.blank("en")
+    db = DocBin(store_user_data=True)
+    db.add(sectioned_doc(nlp, *TRAIN[0][:3], labels=TRAIN[0][3]))
+    db.to_disk(tmp_path / "train.spacy")
+    corpus = SectionLabelCorpus(tmp_path, section_dropout=1.0)
+    (first,) = list(corpus(nlp))
+    (second,) = list(corpus(nlp))
+    assert first.reference is second.reference and first.predicted is not second.predicted
+    assert sentence_sections(first.predicted, [0]) == ["unknown"]  # dropout changed the predicted doc only
+    assert sentence_sections(second.reference, [0]) == ["results"]
+    db = DocBin(store_user_data=True)
+    db.add(sectioned_doc(nlp, *TRAIN[1][:3], labels=TRAIN[1][3]))
+    db.to_disk(tmp_path / "train.spacy")
+    stat = (tmp_path / "train.spacy").stat()
+    os.utime(tmp_path / "train.spacy", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    (third,) = list(corpus(nlp))
+    assert third.reference.text != first.reference.text
+
+
 def train_nlp(**model_kwargs):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
