@@ -136,6 +136,11 @@ def sklearn_rows(train, test, *, heading: bool, position: bool, neighbours: bool
 
 # ---------------------------------------------------------------- pipelines
 
+def kept_sentences(doc) -> List[Any]:
+    """The sentences of a paper that the pipeline rows keep (not blank)."""
+    return [s for s in doc.sents if s.text.strip()]
+
+
 def pipeline_scores(nlp, docs, *, hide_sections: bool = False,
                     vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None) -> List[List[Dict[str, float]]]:
     """Run ``nlp`` over copies of the papers that carry their headings and
@@ -156,7 +161,7 @@ def pipeline_scores(nlp, docs, *, hide_sections: bool = False,
     out = []
     with nlp.select_pipes(disable=skip):
         for doc in nlp.pipe(copies, batch_size=4):
-            sents = [s for s in doc.sents if s.text.strip()]
+            sents = kept_sentences(doc)
             out.append([get_span_value(s, "scores") or {} for s in sents])
             if vectors is not None:
                 vectors.append([get_span_value(s, VECTOR) for s in sents])
@@ -192,10 +197,9 @@ def fold_sentences(docs, fold: str):
     texts, zones = [], []
     for doc in docs:
         if get_doc_value(doc, "fold") == fold:
-            for s in doc.sents:
-                if s.text.strip():
-                    texts.append(s.text)
-                    zones.append(get_span_value(s, FINE_LABEL))
+            for s in kept_sentences(doc):
+                texts.append(s.text)
+                zones.append(get_span_value(s, FINE_LABEL))
     return texts, zones
 
 
@@ -212,18 +216,20 @@ def zone_vector_rows(docs, fold_vectors: Dict[str, List[Optional[numpy.ndarray]]
 
 
 def raw_vector_rows(docs) -> Dict[str, Any]:
-    """``vector_rows`` of plain sentence-transformers vectors (``RAW_MODEL``, offline copy) of the same sentences."""
-    from spacy_rhetoric.ml.st_models import load_sentence_transformer
-    from spacy_rhetoric.util import resolve_hf_model
+    """``vector_rows`` of plain ``RAW_MODEL`` vectors (``evaluation.metrics.raw_transformer_vectors``, mean
+    pooling, offline copy) of the same sentences."""
+    from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors
 
-    encoder = load_sentence_transformer(resolve_hf_model(RAW_MODEL), max_length=256)
-    raw_vectors, raw_zones = {}, {}
+    raw_texts, raw_zones = {}, {}
     for fold in FOLDS:
         texts, zones = fold_sentences(docs, fold)
         keep = [i for i, z in enumerate(zones) if z]
-        encoded = encoder.encode([texts[i] for i in keep], batch_size=32, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=False)
-        raw_vectors[fold], raw_zones[fold] = list(encoded), [zones[i] for i in keep]
+        raw_texts[fold], raw_zones[fold] = [texts[i] for i in keep], [zones[i] for i in keep]
+    encoded = raw_transformer_vectors([t for fold in FOLDS for t in raw_texts[fold]], RAW_MODEL, progress=False)
+    raw_vectors, start = {}, 0
+    for fold in FOLDS:
+        raw_vectors[fold] = list(encoded[start : start + len(raw_texts[fold])])
+        start += len(raw_texts[fold])
     result = vector_rows(raw_vectors, raw_zones)
     print(f"raw {RAW_MODEL} vectors by zone: P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}",
           flush=True)
