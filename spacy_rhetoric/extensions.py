@@ -61,6 +61,7 @@ GOLD_LABELS = "gold_labels"  # every acceptable gold label of a sentence (MuLMS-
 CITANCE_LINKS = "citance_links"
 DOC_ID = "doc_id"  # source id (paper id, abstract index), str
 TITLE = "title"  # paper title (paper readers), str
+SOURCE = "source"  # the corpus a doc comes from (readers of labelled corpora: "mulms-az", "coresc-art"), str
 CHUNKS = "chunks"  # section chunks (rhetoric_section_encoder): list of dicts
 
 SCORE_FIELDS = (SCORES, FINE_SCORES)

@@ -179,6 +179,39 @@ def test_fullpaper_corpus_takes_art_papers(tmp_path):
     assert get_span_value(list(paper.sents)[5], "gold_labels") == ["method", "background"]
 
 
+def test_fullpaper_corpus_holds_out_art_folds(tmp_path):
+    import json
+
+    from spacy_rhetoric.errors import RhetoricError
+    from spacy_rhetoric.readers.coresc import coresc_folds
+    from spacy_rhetoric.readers.section_labels import write_fullpaper_corpus
+
+    abstracts = tmp_path / "cs.jsonl"
+    abstracts.write_text(json.dumps({"abstract_id": 0, "sentences": ["We study x.", "It works."],
+                                     "labels": ["objective", "result"]}) + "\n")
+    ids = [f"b00000{i}a" for i in range(6)]
+    for i in ids:
+        _write(tmp_path / "art" / "ann1", f"{i}_mode2.xml", PAPER.replace('name="b000001a"', f'name="{i}"'))
+    nlp = spacy.blank("en")
+    docs = list(read_coresc(tmp_path / "art", nlp))
+    folds = coresc_folds(docs)
+    assert sorted(set(folds)) == ["fold1", "fold2", "fold3", "fold4", "fold5"]
+    assert coresc_folds(docs[::-1]) == folds[::-1]  # a paper's fold does not depend on the order
+    assert all(get_doc_value(d, "source") == "coresc-art" for d in docs)
+    held = [i for i, f in zip(ids, folds) if f == "fold2"]
+    counts = write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "c", coresc=tmp_path / "art",
+                                    coresc_heldout_folds=["fold2"])
+    assert counts["train"]["coresc_papers"] == 6 - len(held) and counts["heldout_coresc"]["docs"] == len(held)
+    train = list(DocBin().from_disk(tmp_path / "c" / "train.spacy").get_docs(nlp.vocab))
+    out = list(DocBin().from_disk(tmp_path / "c" / "heldout_coresc.spacy").get_docs(nlp.vocab))
+    assert sorted(get_doc_value(d, "doc_id") for d in out) == sorted(held)
+    assert not {get_doc_value(d, "doc_id") for d in train} & set(held)
+    assert {get_doc_value(d, "source") for d in train} == {None, "coresc-art"}  # the abstract has none
+    with pytest.raises(RhetoricError, match="fold9"):
+        write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "d", coresc=tmp_path / "art",
+                               coresc_heldout_folds=["fold9"])
+
+
 def test_scores_count_own_work_called_background():
     from spacy_rhetoric.evaluation.fullpaper import mean_of, score
 

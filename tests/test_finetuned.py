@@ -55,8 +55,40 @@ def test_the_config_block_sets_the_member_that_runs():
     assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "int8")} == \
         {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "int8": True}
     assert build(name=MODEL).attrs["context_chars"] == 60
+    assert build(name=MODEL).attrs["balance_sources"] is True
+    assert build(name=MODEL, balance_sources=False).attrs["balance_sources"] is False
     with pytest.raises(RhetoricError):
         build(name=MODEL, context_chars=-1)
+
+
+def test_sources_weigh_the_same_in_the_draws():
+    """``balance_sources``: rows of a big and a small corpus (``doc._.rhetoric_source``)
+    are drawn with equal total weight; rows of one corpus need no weights."""
+    from spacy_rhetoric.extensions import SOURCE, set_doc_value
+    from spacy_rhetoric.ml.finetuned import source_weights
+
+    nlp = spacy.blank("en")
+    big, small, plain = (paper_doc(nlp, PAPER) for _ in range(3))
+    set_doc_value(big, SOURCE, "coresc-art")
+    set_doc_value(small, SOURCE, "mulms-az")
+    X = as_X([big, big, big, small, plain])
+    n = len(PAPER)
+    pick = list(range(5 * n))
+    weights = source_weights(X, pick)
+    assert weights is not None and weights.shape == (5 * n,)
+    for rows in (slice(0, 3 * n), slice(3 * n, 4 * n), slice(4 * n, 5 * n)):  # 3 papers, 1 paper, no source
+        assert weights[rows].sum() == pytest.approx(1 / 3)
+    assert weights[0] == pytest.approx(weights[1]) and weights[3 * n] == pytest.approx(3 * weights[0])
+    assert source_weights(X, list(range(3 * n))) is None  # one source: a plain permutation
+    assert source_weights(as_X([plain, plain]), list(range(2 * n))) is None
+    assert finetuned_settings_of(balance_sources=False)["balance_sources"] is False
+    assert finetuned_settings_of()["balance_sources"] is True
+
+
+def finetuned_settings_of(**kwargs):
+    from spacy_rhetoric.ml.finetuned import finetuned_settings
+
+    return finetuned_settings(MODEL, **kwargs)
 
 
 @pytest.mark.slow  # fine-tunes two layers of all-MiniLM-L6-v2 on six sentences

@@ -31,10 +31,17 @@ each trained
   CSAbstruct train;
 
 and ``--pipeline PATH``: a trained pipeline as it is (e.g. ``.demo/pipeline``),
-scored on ART (its sections from its own tagger).
+scored on ART (its sections from its own tagger); ``--cv-dir DIR``: the
+full-paper classifier trained on every field per fold by
+``CORESC=1 run_fullpaper_cv.sh`` (fold ``trainK``'s model never saw ART fold
+``foldK``), scored on its held-out ART papers, with its sentence vectors
+(the trunk's vector head, same pass) and plain all-MiniLM-L6-v2 vectors of
+the same sentences, scored by leave-one-out retrieval by CoreSC concept
+within each fold (P@1, MAP@R; ``bench_fullpaper.vector_rows``). Its MuLMS-AZ
+rows come from ``bench_fullpaper.py --cv-dir DIR`` (the same models).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/fullpaper/bench_fields.py --data ../shared/data \\
-        [--all-fields] [--pipeline .demo/pipeline] --out benchmarks/fullpaper/results/fields.json
+        [--all-fields] [--pipeline .demo/pipeline] [--cv-dir training/cv_fields] --out benchmarks/fullpaper/results/fields.json
 """
 import argparse
 import json
@@ -42,9 +49,9 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
-from bench_fullpaper import lookup_label, pipeline_predictions, sklearn_rows
+from bench_fullpaper import kept_sentences, lookup_label, pipeline_predictions, sklearn_rows, vector_rows
 
 from spacy_rhetoric.evaluation.fullpaper import mean_of, score, sentence_rows
 
@@ -54,14 +61,74 @@ LOGREG = "TF-IDF + heading + position + neighbours LogReg"
 
 
 def art_fold_names(docs) -> List[str]:
-    """Each ART paper's fold (``fold1``..``fold5``)."""
-    from spacy_rhetoric.extensions import get_doc_value
-    from spacy_rhetoric.readers.splits import kfold_doc_ids
+    """Each ART paper's fold (``fold1``..``fold5``): ``readers.coresc.coresc_folds``, the folds the
+    training corpora of ``run_fullpaper_cv.sh`` (``CORESC=1``) hold out too."""
+    from spacy_rhetoric.readers.coresc import coresc_folds
 
-    ids = [str(get_doc_value(d, "doc_id")) for d in docs]
-    fold_of = {i: f"fold{k + 1}" for k, fold in enumerate(kfold_doc_ids(ids, n_folds=ART_FOLDS, seed=ART_SEED))
-               for i in fold}
-    return [fold_of[i] for i in ids]
+    return coresc_folds(docs, n_folds=ART_FOLDS, seed=ART_SEED)
+
+
+def cv_model_rows(cv_dir: Path, docs, rows: List[Dict]) -> Tuple[List[str], Dict[str, Dict[str, List]]]:
+    """The per-fold models of ``run_fullpaper_cv.sh`` with ``CORESC=1`` (``<cv_dir>/trainK/model/model-last``,
+    trained without ART fold ``foldK``), each run on its held-out ART papers: one label per row of ``rows``
+    (``sentence_rows`` of ``docs``), and per fold the sentence vectors and CoreSC concepts of the kept
+    sentences with a concept (``bench_fullpaper.kept_sentences``, the same pass)."""
+    import spacy
+
+    from spacy_rhetoric.extensions import FINE_LABEL, get_span_value
+
+    folds = art_fold_names(docs)
+    by_doc: Dict[int, List[str]] = {}
+    vectors: Dict[str, Dict[str, List]] = {}
+    for fold in sorted(set(folds)):
+        path = cv_dir / f"train{fold[len('fold'):]}" / "model" / "model-last"
+        if not path.exists():
+            raise SystemExit(f"--cv-dir: no model for ART {fold} at {path} (run_fullpaper_cv.sh with CORESC=1)")
+        nlp = spacy.load(path)
+        index = [i for i, f in enumerate(folds) if f == fold]
+        fold_vectors: List = []
+        preds = pipeline_predictions(nlp, [docs[i] for i in index], vectors=fold_vectors)
+        by_doc.update(zip(index, preds))
+        kept = {"vectors": [], "labels": []}
+        for i, doc_vectors in zip(index, fold_vectors):
+            for sent, vector in zip(kept_sentences(docs[i]), doc_vectors):
+                concept = get_span_value(sent, FINE_LABEL)
+                if vector is not None and concept:
+                    kept["vectors"].append(vector)
+                    kept["labels"].append(concept)
+        vectors[fold] = kept
+        print(f"  ART {fold}: {len(index)} papers, {len(kept['labels'])} vectors", flush=True)
+    labels = []
+    for doc_index in sorted(by_doc):
+        labels.extend(by_doc[doc_index])
+    if len(labels) != len(rows):
+        raise SystemExit(f"--cv-dir: {len(labels)} predictions for {len(rows)} rows")
+    return labels, vectors
+
+
+def raw_concept_vectors(fold_vectors: Dict[str, Dict[str, List]], docs) -> Dict[str, Dict[str, List]]:
+    """The same sentences' plain all-MiniLM-L6-v2 vectors (``bench_fullpaper.raw_vector_rows``' encoder)."""
+    from bench_fullpaper import RAW_MODEL
+
+    from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors
+    from spacy_rhetoric.extensions import FINE_LABEL, get_span_value
+
+    folds = art_fold_names(docs)
+    texts: Dict[str, List[str]] = {f: [] for f in fold_vectors}
+    labels: Dict[str, List[str]] = {f: [] for f in fold_vectors}
+    for doc, fold in zip(docs, folds):
+        for sent in kept_sentences(doc):
+            concept = get_span_value(sent, FINE_LABEL)
+            if concept and fold in texts:
+                texts[fold].append(sent.text)
+                labels[fold].append(concept)
+    order = sorted(texts)
+    encoded = raw_transformer_vectors([t for f in order for t in texts[f]], RAW_MODEL, progress=False)
+    out, start = {}, 0
+    for fold in order:
+        out[fold] = {"vectors": list(encoded[start : start + len(texts[fold])]), "labels": labels[fold]}
+        start += len(texts[fold])
+    return out
 
 
 def load(data: Path):
@@ -136,10 +203,12 @@ def main(argv=None) -> int:
     parser.add_argument("--pipeline", type=Path, default=None, help="a trained pipeline, scored on all of ART")
     parser.add_argument("--pipeline-only", action="store_true",
                         help="with --pipeline: only its row (the baseline rows come from another run)")
+    parser.add_argument("--cv-dir", type=Path, default=None,
+                        help="per-fold models of run_fullpaper_cv.sh with CORESC=1: their ART CV rows and vectors")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if args.pipeline_only and not args.pipeline:
-        parser.error("--pipeline-only needs --pipeline")
+    if args.pipeline_only and not (args.pipeline or args.cv_dir):
+        parser.error("--pipeline-only needs --pipeline or --cv-dir")
 
     started = time.time()
     corpora, abstracts = load(args.data)
@@ -171,6 +240,19 @@ def main(argv=None) -> int:
         preds = [p for doc_preds in pipeline_predictions(nlp, docs) for p in doc_preds]
         report_row(results, "ART", f"pipeline {args.pipeline} (as it is)", scored_folds(rows, preds),
                    time.time() - t0)
+
+    if args.cv_dir:
+        t0 = time.time()
+        docs, rows = corpora["ART"]
+        preds, fold_vectors = cv_model_rows(args.cv_dir, docs, rows)
+        report_row(results, "ART", f"full-paper classifier {args.cv_dir}: all fields (ART CV + MuLMS-AZ + "
+                   "CSAbstruct)", scored_folds(rows, preds), time.time() - t0)
+        for name, found in (("trunk vectors", fold_vectors), ("raw all-MiniLM-L6-v2", raw_concept_vectors(
+                fold_vectors, docs))):
+            result = vector_rows({f: v["vectors"] for f, v in found.items()}, {f: v["labels"] for f, v in found.items()})
+            results.setdefault("ART vectors by CoreSC concept", {})[name] = result
+            print(f"ART       {name:<72} P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}",
+                  flush=True)
 
     report = {
         "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": round(time.time() - started),

@@ -2,6 +2,9 @@
 # The per-fold trainings of benchmarks/fullpaper/bench_fullpaper.py: for each MuLMS-AZ fold, the full-paper classifier
 # (configs/classifier.cfg) trained on CSAbstruct train + the other four folds'
 # papers (each paper 3 times), model-last kept (no model selection on the held-out fold).
+# CORESC=1: every field -- also the ART / CoreSC papers of four of its five folds (readers.coresc.coresc_folds;
+# MuLMS-AZ fold trainK is held out with ART fold foldK, written to <fold>/heldout_coresc.spacy), scored on both
+# by bench_fullpaper.py --cv-dir and bench_fields.py --cv-dir. ART is CC BY-NC: so are models trained on it.
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
 # A fold whose model-last exists is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
 set -euo pipefail
@@ -11,13 +14,16 @@ STEPS=${STEPS:-2000}
 PARALLEL=${PARALLEL:-1}
 DATA=${SPACY_RHETORIC_DATA:-../shared/data}
 PY=${PY:-.venv/bin/python}
+CORESC=${CORESC:-0}
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 run_fold() {
   local fold=$1; shift
   local dir=$CV_DIR/$fold
   [ -d "$dir/model/model-last" ] && { echo "$fold: done"; return 0; }
+  local art=()
+  [ "$CORESC" = 1 ] && art=(--coresc --coresc-heldout-folds "fold${fold#train}")
   [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" --fullpaper \
-      --heldout-folds "$fold" > "$dir.corpus.json"
+      --heldout-folds "$fold" "${art[@]}" > "$dir.corpus.json"
   $PY -m spacy train configs/classifier.cfg --output "$dir/model" \
     --paths.train "$dir/train.spacy" --paths.dev "$dir/dev.spacy" --training.max_steps "$STEPS" \
     --training.eval_frequency 1000 "$@" > "$dir/train.log" 2>&1

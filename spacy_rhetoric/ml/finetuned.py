@@ -29,7 +29,12 @@ over the first 10 % of the steps and linear decay), ``epochs`` passes in
 batches of ``batch_size`` sentences drawn by a seeded generator, by the
 project's one torch loop (``ml.training_loop.train_loop``, with its progress
 bar), weighted cross-entropy (class weights ``count ** -class_weight_power``,
-normalised to mean 1 over the sentences). Nothing here is pickled: the
+normalised to mean 1 over the sentences). ``balance_sources``: when the
+papers come from several corpora (``doc._.rhetoric_source``, set by the
+MuLMS-AZ and ART / CoreSC readers), each step's sentences are drawn (with
+replacement) so that every corpus weighs the same, whatever its size (225
+chemistry papers beside 29 materials-science ones); from one corpus, each
+epoch is a permutation. Nothing here is pickled: the
 trained tensors (the top layers and the linear layer) are stored as
 safetensors bytes in the member's state, with the base model's name and
 the settings; at prediction the base model is loaded offline
@@ -43,6 +48,7 @@ bytes and the settings, no pickle), moves with it (``to_device``) and frees
 with it; it runs on ``util.torch_device()``, the device of spaCy's current
 ops, and hands its probabilities to the model's.
 """
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -54,7 +60,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from .devices import to_host
-from .members import MemberShim, fitted_member, row_values
+from .members import MemberShim, fitted_member, row_doc_values, row_values
 from .segments import sections_of, sentence_headings
 
 SEPARATOR = " | "
@@ -284,7 +290,7 @@ class FinetunedEncoder:
 def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
                        head_learn_rate: float = 1e-3, batch_size: int = 16, max_length: int = 128,
                        frozen_layers: int = 2, context_chars: int = 60, class_weight_power: float = 0.5,
-                       seed: int = 0) -> Dict[str, Any]:
+                       seed: int = 0, balance_sources: bool = True) -> Dict[str, Any]:
     """The member's settings (module docstring), checked."""
     if epochs <= 0 or batch_size < 1 or max_length < 8 or context_chars < 0:
         raise RhetoricError("a fine-tuned member needs epochs > 0, batch_size >= 1, max_length >= 8 and "
@@ -292,7 +298,23 @@ def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float =
     return {"model_name": str(model_name), "epochs": float(epochs), "learn_rate": float(learn_rate),
             "head_learn_rate": float(head_learn_rate), "batch_size": int(batch_size), "max_length": int(max_length),
             "frozen_layers": int(frozen_layers), "context_chars": int(context_chars),
-            "class_weight_power": float(class_weight_power), "seed": int(seed)}
+            "class_weight_power": float(class_weight_power), "seed": int(seed),
+            "balance_sources": bool(balance_sources)}
+
+
+def source_weights(X, pick: Sequence[int]) -> Optional[numpy.ndarray]:
+    """Each row of ``pick``'s draw probability so that every source corpus
+    (``doc._.rhetoric_source``; docs without one are a source of their own)
+    weighs the same; None when the rows come from one source."""
+    from ..extensions import SOURCE
+
+    sources = row_doc_values(X, SOURCE)
+    picked = [sources[i] for i in pick]
+    counts = Counter(picked)
+    if len(counts) < 2:
+        return None
+    weights = numpy.asarray([1.0 / counts[s] for s in picked], dtype="float64")
+    return weights / weights.sum()
 
 
 def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
@@ -337,7 +359,9 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     # Each epoch's order, drawn up front (the same draws as one per epoch), so
     # that the frozen layers run only on the sentences the steps will read
     # (a fraction of them when ``epochs`` < 1).
-    orders = [generator.permutation(len(pick)) for _ in range(n_epochs)]
+    draw = source_weights(X, pick) if attrs.get("balance_sources") else None
+    orders = [generator.permutation(len(pick)) if draw is None else
+              generator.choice(len(pick), size=per_epoch * size, replace=True, p=draw) for _ in range(n_epochs)]
     used = numpy.unique(numpy.concatenate([order[: per_epoch * size] for order in orders])[: total * size])
     states = runtime.bottom([texts[pick[i]] for i in used], [contexts[pick[i]] for i in used])
     cached: List[Any] = [None] * len(pick)
@@ -440,7 +464,7 @@ class FinetunedShim(MemberShim):
 def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
                      batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 60,
                      class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True,
-                     int8: bool = False, vectors: Optional[VectorHead] = None
+                     int8: bool = False, vectors: Optional[VectorHead] = None, balance_sources: bool = True
                      ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A member fine-tuned at initialize (module docstring): the top layers
     of the Hugging Face encoder ``model_name`` over the sentence paired with
@@ -450,7 +474,7 @@ def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8
     a :class:`VectorHead`: the member also gives every sentence's vector
     (``members._member_forward``), from the same pass."""
     settings = finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length,
-                                  frozen_layers, context_chars, class_weight_power, seed)
+                                  frozen_layers, context_chars, class_weight_power, seed, balance_sources)
     return fitted_member("finetuned_expert", FinetunedShim(vectors), {**settings, "int8": bool(int8)}, docs=docs,
                          use_sections=use_sections)
 

@@ -235,6 +235,15 @@ def row_values(X: Tuple[List[Doc], Ragged], field: str) -> List[Any]:
     return [get_span_value(span, field) for span in row_spans(X)]
 
 
+def row_doc_values(X: Tuple[List[Doc], Ragged], field: str) -> List[Any]:
+    """Every sentence row's doc-level ``field`` value (``extensions``; None
+    where its doc has none)."""
+    from ..extensions import get_doc_value
+
+    lengths = to_host(X[1].lengths).tolist()
+    return [value for doc, n in zip(X[0], lengths) for value in [get_doc_value(doc, field)] * int(n)]
+
+
 def neighbour_rows(lengths: Sequence[int]) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """Row index of the previous and of the next sentence of the same doc
     (-1: none), for docs of ``lengths`` sentences in a row."""

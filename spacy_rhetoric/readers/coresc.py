@@ -44,7 +44,7 @@ holds every acceptable label and ``label`` the first of them (the concept's
 own group: an earlier method is still a method; Motivation -> background).
 """
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -70,6 +70,9 @@ COARSE = {
 }
 OLD_WORK = ("Exp", "Mod", "Met")  # with novelty="Old": method or background
 SUFFIX = "_mode2"
+SOURCE_NAME = "coresc-art"  # doc._.rhetoric_source of every paper read here
+# ART's document-disjoint folds (benchmarks and training corpora agree on them): :func:`coresc_folds`
+N_FOLDS, FOLD_SEED = 5, 0
 
 # A sentence's text: <REF TYPE="P" ID="..."> are citations; every other element is flattened.
 _sentence = ParagraphWalk(
@@ -211,7 +214,19 @@ def coresc_doc(nlp_or_vocab: Union[Language, Vocab], doc_id: str, title: Optiona
     doc.spans[CITATIONS_KEY] = cites
     if title:
         extensions.set_doc_value(doc, extensions.TITLE, title)
+    extensions.set_doc_value(doc, extensions.SOURCE, SOURCE_NAME)
     return doc
+
+
+def coresc_folds(docs: Sequence[Doc], *, n_folds: int = N_FOLDS, seed: int = FOLD_SEED) -> List[str]:
+    """Each paper's fold, ``"fold1"``..``"fold<n_folds>"``: the
+    document-disjoint folds of their ids (``splits.kfold_doc_ids``, seeded)."""
+    from .splits import kfold_doc_ids
+
+    ids = [str(extensions.get_doc_value(d, extensions.DOC_ID)) for d in docs]
+    fold_of = {i: f"fold{k + 1}" for k, fold in enumerate(kfold_doc_ids(ids, n_folds=n_folds, seed=seed))
+               for i in fold}
+    return [fold_of[i] for i in ids]
 
 
 def coresc_files(path: Union[str, Path]) -> List[Path]:

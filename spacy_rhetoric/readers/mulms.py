@@ -58,6 +58,7 @@ COARSE = ("background", "objective", "method", "result", CONCLUSION)
 # conclusion: CSAbstruct files conclusions under result (mostly) or other
 ACCEPTED_FOR = {CONCLUSION: ("result", "other")}
 FOLD = "fold"  # doc-level field
+SOURCE_NAME = "mulms-az"  # doc._.rhetoric_source of every paper read here
 LEFT_OUT = frozenset({"Heading", "Metadata", "Caption", "Figure/Table", "References"})
 BACK_MATTER_HEADINGS = {
     "Acknowledgment": "Acknowledgments",
@@ -168,6 +169,7 @@ def read_mulms(
             extensions.set_doc_value(doc, extensions.TITLE, " ".join(str(record["title"]).split()))
         if fold:
             extensions.set_doc_value(doc, FOLD, str(fold))
+        extensions.set_doc_value(doc, extensions.SOURCE, SOURCE_NAME)
         return doc
 
     return jsonl_docs(path, record_doc, limit=limit, errors=errors, stats=stats)

@@ -62,6 +62,7 @@ from ..section_headings import (
 )
 from ..section_headings import TITLE as T
 from .common import doc_from_sentences, shuffle_and_limit, spacy_files
+from .coresc import coresc_folds
 
 COARSE_LABELS = ("background", "objective", "method", "result", "other")
 # section category (rhetoric_section_tagger) -> weak coarse label; None: no label
@@ -366,7 +367,8 @@ def coresc_docs(path: Union[str, Path], nlp: Language, tagger) -> List[Doc]:
 
 def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
                            heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
-                           coresc: bool = False, lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           coresc: bool = False, coresc_heldout_folds: Sequence[str] = (),
+                           lang: str = "en") -> Dict[str, Dict[str, int]]:
     """The full-paper classifier's corpus (``configs/classifier.cfg``)
     from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
     MuLMS-AZ files; ``coresc``: + its ART / CoreSC papers, ``coresc-art/``)."""
@@ -374,13 +376,13 @@ def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
     return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
                                   data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds,
                                   mulms_copies=mulms_copies, coresc=data / "coresc-art" if coresc else None,
-                                  lang=lang)
+                                  coresc_heldout_folds=coresc_heldout_folds, lang=lang)
 
 
 def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
                            output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
                            mulms_copies: int = MULMS_COPIES, coresc: Optional[Path] = None,
-                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           coresc_heldout_folds: Sequence[str] = (), lang: str = "en") -> Dict[str, Dict[str, int]]:
     """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
     ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
     but ``heldout_folds``, their sections from the default
@@ -391,7 +393,11 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     cross-validation of ``benchmarks/fullpaper/bench_fullpaper.py``). ``coresc``: an
     ART / CoreSC file or folder whose papers join ``train.spacy`` once each
     (chemistry; off by default: ART is licensed CC BY-NC, and a pipeline
-    trained on it inherits the non-commercial condition). Returns counts."""
+    trained on it inherits the non-commercial condition); ``coresc_heldout_folds``:
+    its papers of these folds (``readers.coresc.coresc_folds``: ``fold1``..``fold5``)
+    are left out of ``train.spacy`` and written to ``heldout_coresc.spacy``. Each
+    paper keeps ``doc._.rhetoric_source`` (``mulms-az``, ``coresc-art``): the
+    fine-tuned member balances its sources by it. Returns counts."""
     import spacy
 
     output = Path(output)
@@ -403,13 +409,25 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     train_papers = [d for d, f in zip(papers, fold) if f not in held]
     cs_train = csabstruct_docs(csabstruct_train, nlp)
     art = coresc_docs(coresc, nlp, tagger) if coresc is not None else []
-    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)) + art, output / "train.spacy")}
+    if coresc_heldout_folds and coresc is None:
+        raise RhetoricError("coresc_heldout_folds needs the ART / CoreSC papers (coresc)")
+    art_held = set(coresc_heldout_folds)
+    art_fold = coresc_folds(art) if art else []
+    unknown = art_held - set(art_fold)
+    if art and unknown:
+        raise RhetoricError(f"no ART / CoreSC fold {sorted(unknown)}: the folds are {sorted(set(art_fold))}")
+    art_train = [d for d, f in zip(art, art_fold) if f not in art_held]
+    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)) + art_train,
+                              output / "train.spacy")}
     counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
     if coresc is not None:
-        counts["train"]["coresc_papers"] = len(art)
+        counts["train"]["coresc_papers"] = len(art_train)
     counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
     if held:
         counts["heldout"] = _write([d for d, f in zip(papers, fold) if f in held], output / "heldout.spacy")
+    if art_held:
+        counts["heldout_coresc"] = _write([d for d, f in zip(art, art_fold) if f in art_held],
+                                          output / "heldout_coresc.spacy")
     return counts
 
 
@@ -428,10 +446,13 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--mulms-copies", type=int, default=MULMS_COPIES, help="with --fullpaper: copies per paper")
     parser.add_argument("--coresc", action="store_true",
                         help="with --fullpaper: + the ART / CoreSC papers (CC BY-NC: non-commercial use only)")
+    parser.add_argument("--coresc-heldout-folds", nargs="*", default=[],
+                        help="with --coresc: ART folds (fold1..fold5) left out, written to heldout_coresc.spacy")
     args = parser.parse_args()
     if args.fullpaper:
         result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
-                                        mulms_copies=args.mulms_copies, coresc=args.coresc)
+                                        mulms_copies=args.mulms_copies, coresc=args.coresc,
+                                        coresc_heldout_folds=args.coresc_heldout_folds)
     else:
         result = build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
                                       max_sents=args.max_sents)
