@@ -174,6 +174,39 @@ def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
     assert numpy.allclose(runtime.predict(texts, contexts, context, batch_size=2)[0], probs, atol=1e-6)
 
 
+@pytest.mark.slow  # runs all-MiniLM-L6-v2
+def test_sentence_pooling_reads_the_sentence_the_same_way_in_training_and_prediction():
+    """``VectorHead.pooling = "sentence"``: the vector is the mean over the
+    first segment of the pair (the sentence); the training path (cached
+    bottom, top with ``first_segments``) and prediction agree, and the
+    label head still reads the whole pair."""
+    import torch
+
+    from spacy_rhetoric.ml.finetuned import FinetunedEncoder, VectorHead
+
+    with pytest.raises(RhetoricError, match="pooling"):
+        VectorHead(width=8, loss=None, pooling="cls")
+    torch.manual_seed(0)
+    runtime = FinetunedEncoder(MODEL, frozen_layers=2, n_context=2, n_labels=3, max_length=32, vector_width=8,
+                               vector_pooling="sentence")
+    texts = ["We parse.", "The results show that the projected trees help every language we tried, by far."]
+    contexts = ["Intro | | The results show", "3 Results | " + "word " * 40 + "| "]
+    first = runtime.first_segments(texts, contexts)
+    words = [len(runtime.tokenizer(t)["input_ids"]) for t in texts]  # [CLS] pieces [SEP]
+    assert first[0] == words[0] and first[1] <= words[1] and first[1] < runtime.lengths(texts, contexts)[1]
+    context = numpy.zeros((2, 2), dtype="float32")
+    probs, vectors = runtime.predict(texts, contexts, context, batch_size=1)
+    logits, pooled = runtime.top(runtime.bottom(texts, contexts), context, first)
+    trained = torch.nn.functional.normalize(runtime.vector_head(pooled), dim=-1).detach().numpy()
+    assert numpy.allclose(vectors, trained, atol=2e-2)
+    assert numpy.allclose(probs, torch.softmax(logits, -1).detach().numpy(), atol=2e-2)
+    # the pair's mean differs from the sentence's: the label head reads the pair
+    _, whole = runtime.top(runtime.bottom(texts, contexts), context, runtime.lengths(texts, contexts))
+    assert not numpy.allclose(whole.detach().numpy(), pooled.detach().numpy(), atol=1e-3)
+    with pytest.raises(RhetoricError, match="first segment"):
+        runtime.top(runtime.bottom(texts, contexts), context)
+
+
 @pytest.mark.slow  # fine-tunes all-MiniLM-L6-v2's top layers for a few steps
 @pytest.mark.parametrize("epochs", [0.5, 1.0])
 def test_the_frozen_layers_run_only_on_the_sentences_the_steps_read(monkeypatch, epochs):

@@ -35,11 +35,11 @@ def paper(nlp, sents, sections, headings, labels=None, fine=None):
     return doc
 
 
-def model(trunk, vectors=True, width=8):
+def model(trunk, vectors=True, width=8, pooling="pair"):
     finetuned = {"@architectures": "spacy_rhetoric.FinetunedMember.v1", "name": str(trunk), "frozen_layers": 0,
                  "epochs": 5.0, "batch_size": 4, "max_length": 32}
     if vectors:
-        finetuned["vectors"] = {"@misc": "spacy_rhetoric.VectorHead.v1", "width": width,
+        finetuned["vectors"] = {"@misc": "spacy_rhetoric.VectorHead.v1", "width": width, "pooling": pooling,
                                 "loss": {"@misc": "spacy_rhetoric.BatchAllTripletLoss.v1"}}
     return {"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v4",
             "network": {"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1", "width": 16, "depth": 1,
@@ -64,10 +64,12 @@ def vectors_of(doc):
     return [get_span_value(s, "vector") for s in doc.sents]
 
 
-def test_one_pass_gives_labels_and_vectors_on_every_sentence(tmp_path):
-    nlp = trained(tmp_path)
+@pytest.mark.parametrize("pooling", ["pair", "sentence"])
+def test_one_pass_gives_labels_and_vectors_on_every_sentence(tmp_path, pooling):
+    nlp = trained(tmp_path, pooling=pooling)
     pipe = nlp.get_pipe(CLASSIFIER)
     shim = next(n for n in pipe.model.walk() if n.name == "finetuned_expert").shims[0]
+    assert shim.cfg["vector_pooling"] == pooling and shim._model.vector_pooling == pooling
     # the fine gold labels, else the coarse one (back matter: "other")
     assert shim.cfg["vector_width"] == 8 and shim.cfg["vector_classes"] == ["Bac", "Exp", "Met", "Res", "other"]
     doc = nlp(paper(nlp, *PAPERS[0][:3]))
@@ -88,6 +90,8 @@ def test_one_pass_gives_labels_and_vectors_on_every_sentence(tmp_path):
     assert all(numpy.allclose(a, b) for a, b in zip(vectors_of(back), vectors))
     nlp.to_disk(tmp_path / "nlp")
     again = spacy.load(tmp_path / "nlp")
+    again_shim = next(n for n in again.get_pipe(CLASSIFIER).model.walk() if n.name == "finetuned_expert").shims[0]
+    assert again_shim._model.vector_pooling == pooling
     doc2 = again(paper(again, *PAPERS[0][:3]))
     assert all(numpy.allclose(a, b, atol=1e-5) for a, b in zip(vectors_of(doc2), vectors))
     assert [s._.rhetoric_label for s in doc2.sents] == [s._.rhetoric_label for s in doc.sents]

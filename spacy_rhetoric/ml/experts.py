@@ -203,19 +203,22 @@ def build_tfidf_member(learn_from: str = "papers", ngram_size: int = 2, min_df: 
 
 
 @registry.misc("spacy_rhetoric.VectorHead.v1")
-def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_field: str = "fine_label"
-                      ) -> VectorHead:
+def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_field: str = "fine_label",
+                      pooling: str = "pair") -> VectorHead:
     """The trunk's vector head (``finetuned.VectorHead``): the fine-tuned
     member's pooled states -> linear ``width`` -> ``sent._.rhetoric_vector``,
     trained with the metric ``loss`` (a nested block, e.g.
     ``spacy_rhetoric.MultiSimilarityLoss.v1``) times ``weight`` beside the
     classifier's cross-entropy, on each sentence's ``label_field`` gold
-    value (else its coarse gold label)."""
+    value (else its coarse gold label). ``pooling``: ``"pair"`` (the mean
+    over the sentence and its context, as the label head reads) or
+    ``"sentence"`` (the mean over the sentence's own word pieces)."""
     from ..losses.base import MetricLoss
 
     if not isinstance(loss, MetricLoss):
         raise RhetoricError(f"VectorHead.v1: loss must be one of the spacy_rhetoric metric losses, got {loss!r}")
-    return VectorHead(width=int(width), loss=loss, weight=float(weight), label_field=str(label_field))
+    return VectorHead(width=int(width), loss=loss, weight=float(weight), label_field=str(label_field),
+                      pooling=str(pooling))
 
 
 @registry.architectures("spacy_rhetoric.FinetunedMember.v1")

@@ -64,6 +64,7 @@ from .members import MemberShim, fitted_member, row_doc_values, row_values
 from .segments import sections_of, sentence_headings
 
 SEPARATOR = " | "
+POOLINGS = ("pair", "sentence")  # what the vector head averages (VectorHead.pooling)
 
 
 @dataclass
@@ -73,16 +74,25 @@ class VectorHead:
     ``sent._.rhetoric_vector``, trained beside the classifier's
     cross-entropy with the metric ``loss`` (a ``losses.MetricLoss``) times
     ``weight``, on each sentence's ``label_field`` gold value (its fine
-    class: a MuLMS-AZ zone, a CoreSC concept), else its coarse gold label."""
+    class: a MuLMS-AZ zone, a CoreSC concept), else its coarse gold label.
+    ``pooling``: the states it reads, the mean over the whole pair
+    (``"pair"``: the sentence, its heading and the ends of its neighbours,
+    as the label head reads them) or over the sentence's own word pieces
+    (``"sentence"``: the first segment of the pair; the context still
+    reaches them through attention, but two neighbours no longer share most
+    of what is averaged)."""
 
     width: int
     loss: Any
     weight: float = 1.0
     label_field: str = "fine_label"
+    pooling: str = "pair"
 
     def __post_init__(self):
         if self.width < 1 or self.weight < 0:
             raise RhetoricError(f"VectorHead: width >= 1 and weight >= 0, got {self.width} and {self.weight}")
+        if self.pooling not in POOLINGS:
+            raise RhetoricError(f"VectorHead: pooling is one of {POOLINGS}, got {self.pooling!r}")
 
 
 def pair_texts(X: Tuple[List[Doc], Ragged], texts: Sequence[str], context_chars: int, use_sections: bool = True
@@ -108,7 +118,7 @@ class FinetunedEncoder:
     torch device; the bottom layers are run apart from the top ones."""
 
     def __init__(self, model_name: str, frozen_layers: int, n_context: int, n_labels: int, max_length: int,
-                 vector_width: int = 0):
+                 vector_width: int = 0, vector_pooling: str = "pair"):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -128,6 +138,9 @@ class FinetunedEncoder:
         self.head = torch.nn.Linear(width + n_context, n_labels)
         # the vector head: the pooled trunk -> ``vector_width`` (none: 0)
         self.vector_head = torch.nn.Linear(width, int(vector_width)) if vector_width else None
+        if vector_pooling not in POOLINGS:
+            raise RhetoricError(f"vector pooling is one of {POOLINGS}, got {vector_pooling!r}")
+        self.vector_pooling = vector_pooling
         self.device = torch_device()
         self.encoder.to(self.device).eval()
         self.head.to(self.device)
@@ -158,6 +171,13 @@ class FinetunedEncoder:
         if self.vector_head is not None:
             modules["vectors"] = self.vector_head
         return torch.nn.ModuleDict(modules)
+
+    def first_segments(self, texts: Sequence[str], contexts: Sequence[str]) -> numpy.ndarray:
+        """Per pair, the word pieces of its first segment (the sentence, with
+        the opening and the separating special tokens) as the pair is truncated."""
+        x = self.tokenizer(list(texts), list(contexts), truncation=True, max_length=self.max_length,
+                           return_token_type_ids=True)
+        return numpy.asarray([sum(1 for t in row if t == 0) for row in x["token_type_ids"]], dtype="int64")
 
     def lengths(self, texts: Sequence[str], contexts: Sequence[str]) -> numpy.ndarray:
         """Per pair, its number of word pieces (truncated to ``max_length``)."""
@@ -191,10 +211,12 @@ class FinetunedEncoder:
     def _mask(self, attention_mask):
         return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
 
-    def top(self, cached: Sequence[Any], context):
-        """Logits of a batch and its pooled states: the cached bottom states
-        through the top layers, mean-pooled; the logits read the pooled
-        states beside ``context`` (``[n, n_context]``)."""
+    def top(self, cached: Sequence[Any], context, first: Optional[Sequence[int]] = None):
+        """Logits of a batch and the states its vector head reads: the cached
+        bottom states through the top layers, mean-pooled; the logits read
+        the pooled states beside ``context`` (``[n, n_context]``); the vector
+        head the same, or with ``vector_pooling = "sentence"`` the mean over
+        each pair's ``first`` word pieces (:meth:`first_segments`)."""
         import torch
 
         length = max(int(c.shape[0]) for c in cached)
@@ -209,7 +231,18 @@ class FinetunedEncoder:
         m = mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
         context = torch.as_tensor(context, dtype=pooled.dtype, device=self.device)
+        if self.vector_pooling == "sentence":
+            if first is None:
+                raise RhetoricError("sentence pooling needs each pair's first segment (first_segments)")
+            within = torch.arange(length, device=self.device).unsqueeze(0) < torch.as_tensor(
+                list(first), device=self.device).unsqueeze(1)
+            return self.head(torch.cat([pooled, context], 1)), self._mean(hidden, mask * within)
         return self.head(torch.cat([pooled, context], 1)), pooled
+
+    @staticmethod
+    def _mean(hidden, mask):
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
 
     def tensors(self) -> bytes:
         """The trained tensors as safetensors bytes."""
@@ -271,7 +304,8 @@ class FinetunedEncoder:
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 x = self.tokenizer([texts[i] for i in rows], [contexts[i] for i in rows], truncation=True,
-                                   max_length=self.max_length, padding=True, return_tensors="pt")
+                                   max_length=self.max_length, padding=True, return_tensors="pt",
+                                   return_token_type_ids=True)
                 x = {k: v.to(self.device) for k, v in x.items()}
                 hidden = encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
                 mask = self._mask(x["attention_mask"])
@@ -282,6 +316,8 @@ class FinetunedEncoder:
                 features = torch.cat([pooled, torch.as_tensor(context[rows], dtype=pooled.dtype, device=self.device)], 1)
                 out[rows] = torch.softmax(self.head(features), -1).to("cpu", torch.float32).numpy()
                 if self.vector_head is not None:
+                    if self.vector_pooling == "sentence":
+                        pooled = self._mean(hidden, x["attention_mask"] * (x["token_type_ids"] == 0))
                     vec = torch.nn.functional.normalize(self.vector_head(pooled), dim=-1)
                     vectors[rows] = vec.to("cpu", torch.float32).numpy()
         return out, vectors
@@ -334,7 +370,8 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     classes = sorted(set(y))
     torch.manual_seed(attrs["seed"])
     runtime = FinetunedEncoder(attrs["model_name"], attrs["frozen_layers"], context.shape[1], len(classes),
-                               attrs["max_length"], vector_width=vectors.width if vectors is not None else 0)
+                               attrs["max_length"], vector_width=vectors.width if vectors is not None else 0,
+                               vector_pooling=vectors.pooling if vectors is not None else "pair")
     metric = None
     if vectors is not None:
         vector_classes = sorted(set(classes_of_vectors))
@@ -363,10 +400,14 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     orders = [generator.permutation(len(pick)) if draw is None else
               generator.choice(len(pick), size=per_epoch * size, replace=True, p=draw) for _ in range(n_epochs)]
     used = numpy.unique(numpy.concatenate([order[: per_epoch * size] for order in orders])[: total * size])
-    states = runtime.bottom([texts[pick[i]] for i in used], [contexts[pick[i]] for i in used])
+    used_texts, used_contexts = [texts[pick[i]] for i in used], [contexts[pick[i]] for i in used]
+    states = runtime.bottom(used_texts, used_contexts)
     cached: List[Any] = [None] * len(pick)
+    first = numpy.zeros(len(pick), dtype="int64")
     for i, state in zip(used.tolist(), states):
         cached[i] = state
+    if runtime.vector_pooling == "sentence":
+        first[used] = runtime.first_segments(used_texts, used_contexts)
 
     def epoch_batches(epoch: int):
         order = orders[epoch]
@@ -374,7 +415,7 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
             yield order[start : start + size]
 
     def batch_loss(batch):
-        logits, pooled = runtime.top([cached[i] for i in batch], rows_context[batch])
+        logits, pooled = runtime.top([cached[i] for i in batch], rows_context[batch], first[batch])
         loss = loss_fn(logits, torch.as_tensor(target[batch], device=runtime.device))
         if metric is not None:
             embedded = runtime.vector_head(pooled)
@@ -417,6 +458,7 @@ class FinetunedShim(MemberShim):
         self.cfg.update({"classes": classes, "n_context": int(context.shape[1]),
                          "model_name": member.attrs["model_name"], "frozen_layers": member.attrs["frozen_layers"],
                          "max_length": member.attrs["max_length"], "vector_width": runtime.vector_width,
+                         "vector_pooling": runtime.vector_pooling,
                          "vector_classes": sorted(set(classes_of_vectors))})
         self._model = runtime
 
@@ -452,7 +494,8 @@ class FinetunedShim(MemberShim):
         if msg["tensors"]:
             cfg = self.cfg
             runtime = FinetunedEncoder(cfg["model_name"], cfg["frozen_layers"], cfg["n_context"],
-                                       len(cfg["classes"]), cfg["max_length"], cfg.get("vector_width", 0))
+                                       len(cfg["classes"]), cfg["max_length"], cfg.get("vector_width", 0),
+                                       cfg.get("vector_pooling", "pair"))
             runtime.load_tensors(msg["tensors"])
             self._model = runtime
         return self
