@@ -212,6 +212,47 @@ def test_fullpaper_corpus_holds_out_art_folds(tmp_path):
                                coresc_heldout_folds=["fold9"])
 
 
+def test_coresc_classifier_config_trains_on_the_coresc_corpus(tmp_path):
+    """``configs/coresc_classifier.cfg`` on ``write_coresc_corpus``'s files (six
+    copies of the inline paper, a tiny BERT as its trunk, a few steps): the
+    CoreSC concepts as ``rhetoric_fine_label`` / ``rhetoric_fine_scores`` in the
+    ``rhetoric_fine`` span group, and nothing written to the coarse fields."""
+    from pathlib import Path
+
+    from helpers import save_tiny_bert
+    from spacy.cli.train import train
+
+    from spacy_rhetoric.readers.section_labels import write_coresc_corpus
+
+    for i in range(6):
+        _write(tmp_path / "art" / "ann1", f"b00000{i}a_mode2.xml", PAPER.replace('name="b000001a"', f'name="b00000{i}a"'))
+    counts = write_coresc_corpus(tmp_path / "art", tmp_path / "corpus", heldout_folds=["fold1"], dev_share=0.25)
+    assert counts["train"]["docs"] + counts["dev"]["docs"] + counts["heldout"]["docs"] == 6
+    assert counts["dev"]["docs"] >= 1 and counts["heldout"]["docs"] >= 1
+    bert = save_tiny_bert(tmp_path / "bert")
+    config = Path(__file__).resolve().parent.parent / "configs" / "coresc_classifier.cfg"
+    member = "components.rhetoric_fine_classifier.model.members.finetuned"
+    train(config, tmp_path / "out", overrides={
+        "paths.train": str(tmp_path / "corpus" / "train.spacy"), "paths.dev": str(tmp_path / "corpus" / "dev.spacy"),
+        "training.max_steps": 4, "training.eval_frequency": 4, f"{member}.name": str(bert),
+        f"{member}.frozen_layers": 0, f"{member}.max_length": 32,
+        "components.rhetoric_fine_classifier.model.members.tfidf.min_df": 1})
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    docs = list(DocBin().from_disk(tmp_path / "corpus" / "heldout.spacy").get_docs(nlp.vocab))
+    from spacy_rhetoric.extensions import FINE_LABEL, GOLD_LABELS, LABEL, clear_field
+
+    for field in (FINE_LABEL, LABEL, GOLD_LABELS):  # the held-out paper without its gold labels
+        clear_field(docs[0], field)
+    assert all(s._.rhetoric_fine_label is None for s in docs[0].sents)
+    doc = nlp(docs[0])
+    concepts = set(CONCEPTS.values())
+    sents = list(doc.sents)
+    assert all(s._.rhetoric_fine_label in concepts for s in sents)
+    assert all(set(s._.rhetoric_fine_scores) <= concepts and len(s._.rhetoric_fine_scores) >= 2 for s in sents)
+    assert len(doc.spans["rhetoric_fine"]) == len(sents) and "rhetoric" not in doc.spans
+    assert all(s._.rhetoric_label is None for s in sents)
+
+
 def test_scores_count_own_work_called_background():
     from spacy_rhetoric.evaluation.fullpaper import mean_of, score
 

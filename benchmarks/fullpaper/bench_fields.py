@@ -39,6 +39,10 @@ full-paper classifier trained on every field per fold by
 the same sentences, scored by leave-one-out retrieval by CoreSC concept
 within each fold (P@1, MAP@R; ``bench_fullpaper.vector_rows``). Its MuLMS-AZ
 rows come from ``bench_fullpaper.py --cv-dir DIR`` (the same models).
+``--coresc-cv-dir DIR``: the CoreSC classifier (``configs/coresc_classifier.cfg``)
+trained per ART fold by ``CORESC=only run_fullpaper_cv.sh``, its fine labels
+scored against the experts' 11 concepts (accuracy, macro-F1) beside the same
+LogReg trained on the concepts of the same folds.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/fullpaper/bench_fields.py --data ../shared/data \\
         [--all-fields] [--pipeline .demo/pipeline] [--cv-dir training/cv_fields] --out benchmarks/fullpaper/results/fields.json
@@ -51,6 +55,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
+import numpy
 from bench_fullpaper import kept_sentences, lookup_label, pipeline_predictions, sklearn_rows, vector_rows
 
 from spacy_rhetoric.evaluation.fullpaper import mean_of, score, sentence_rows
@@ -104,6 +109,62 @@ def cv_model_rows(cv_dir: Path, docs, rows: List[Dict]) -> Tuple[List[str], Dict
     if len(labels) != len(rows):
         raise SystemExit(f"--cv-dir: {len(labels)} predictions for {len(rows)} rows")
     return labels, vectors
+
+
+def concept_score(rows: List[Dict], preds: List[str]) -> Dict:
+    """CoreSC concepts: accuracy and macro-F1 (and per concept F1) over the
+    rows with a concept that ``score`` would score (>= 25 characters, >= 4 words)."""
+    from sklearn.metrics import f1_score
+
+    pairs = [(r["fine"], p) for r, p in zip(rows, preds) if r["fine"] and len(r["text"]) >= 25
+             and len(r["text"].split()) >= 4]
+    gold, guess = [g for g, _ in pairs], [p or "none" for _, p in pairs]
+    concepts = sorted(set(gold))
+    per = f1_score(gold, guess, labels=concepts, average=None, zero_division=0)
+    return {"n": len(pairs), "accuracy": float(numpy.mean([g == p for g, p in pairs])),
+            "macro_f1": float(numpy.mean(per)), "per_concept_f1": dict(zip(concepts, map(float, per)))}
+
+
+def coresc_cv_rows(cv_dir: Path, docs, rows: List[Dict]) -> Dict[str, Dict]:
+    """The CoreSC classifier per ART fold (``CORESC=only run_fullpaper_cv.sh``: ``<cv_dir>/foldK/model/model-last``,
+    trained on the other folds' papers), each fold's ``rhetoric_fine_label`` against the experts' concepts,
+    beside the TF-IDF + heading + position + neighbours LogReg trained on the same folds' concepts; the folds
+    with a model (a partial run scores the folds it has)."""
+    import spacy
+
+    from spacy_rhetoric.extensions import FINE_LABEL, LABEL, SCORES, clear_field, get_span_value
+
+    folds = art_fold_names(docs)
+    out: Dict[str, Dict] = {"classifier": {}, "logreg": {}}
+    concept_rows = [dict(r, label=r["fine"]) for r in rows]
+    for fold in sorted(set(folds)):
+        path = cv_dir / fold / "model" / "model-last"
+        if not path.exists():
+            continue
+        nlp = spacy.load(path)
+        index = [i for i, f in enumerate(folds) if f == fold]
+        preds = []
+        for i in index:
+            copy = docs[i].copy()
+            for field in (FINE_LABEL, LABEL, SCORES):
+                clear_field(copy, field)
+            with nlp.select_pipes(disable=[n for n in nlp.pipe_names if n == "sentencizer"]):
+                doc = nlp(copy)
+            preds.extend(get_span_value(s, FINE_LABEL) for s in kept_sentences(doc))
+        test = [r for r in concept_rows if r["fold"] == fold]
+        if len(preds) != len(test):
+            raise SystemExit(f"--coresc-cv-dir: {len(preds)} predictions for {len(test)} rows of {fold}")
+        out["classifier"][fold] = concept_score(test, preds)
+        train = [r for r in concept_rows if r["fold"] != fold]
+        out["logreg"][fold] = concept_score(test, logreg(train, test))
+    if not out["classifier"]:
+        raise SystemExit(f"--coresc-cv-dir: no fold model under {cv_dir} (foldK/model/model-last)")
+    for name, found in out.items():
+        mean = {k: float(numpy.mean([f[k] for f in found.values()])) for k in ("accuracy", "macro_f1")}
+        found["mean"] = mean
+        print(f"ART CoreSC {name:<10} folds {sorted(k for k in found if k != 'mean')}: accuracy {mean['accuracy']:.3f}"
+              f"  macro-F1 {mean['macro_f1']:.3f}", flush=True)
+    return out
 
 
 def raw_concept_vectors(fold_vectors: Dict[str, Dict[str, List]], docs) -> Dict[str, Dict[str, List]]:
@@ -205,10 +266,12 @@ def main(argv=None) -> int:
                         help="with --pipeline: only its row (the baseline rows come from another run)")
     parser.add_argument("--cv-dir", type=Path, default=None,
                         help="per-fold models of run_fullpaper_cv.sh with CORESC=1: their ART CV rows and vectors")
+    parser.add_argument("--coresc-cv-dir", type=Path, default=None,
+                        help="per-fold CoreSC classifiers (run_fullpaper_cv.sh with CORESC=only): concept scores")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if args.pipeline_only and not (args.pipeline or args.cv_dir):
-        parser.error("--pipeline-only needs --pipeline or --cv-dir")
+    if args.pipeline_only and not (args.pipeline or args.cv_dir or args.coresc_cv_dir):
+        parser.error("--pipeline-only needs --pipeline, --cv-dir or --coresc-cv-dir")
 
     started = time.time()
     corpora, abstracts = load(args.data)
@@ -253,6 +316,10 @@ def main(argv=None) -> int:
             results.setdefault("ART vectors by CoreSC concept", {})[name] = result
             print(f"ART       {name:<72} P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}",
                   flush=True)
+
+    if args.coresc_cv_dir:
+        docs, rows = corpora["ART"]
+        results["ART CoreSC concepts"] = coresc_cv_rows(args.coresc_cv_dir, docs, rows)
 
     report = {
         "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": round(time.time() - started),

@@ -431,6 +431,42 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     return counts
 
 
+def write_coresc_corpus(coresc: Path, output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
+                        dev_share: float = 0.1, lang: str = "en") -> Dict[str, Dict[str, int]]:
+    """The CoreSC classifier's corpus (``configs/coresc_classifier.cfg``: the
+    11 CoreSC concepts as the fine label) from ART / CoreSC papers (a file or
+    a folder; CC BY-NC, and so is a model trained on it), sections from the
+    default ``rhetoric_section_tagger``: the papers of every fold but
+    ``heldout_folds`` (``readers.coresc.coresc_folds``) split by paper id
+    into ``train.spacy`` and ``dev.spacy`` (``dev_share`` of them, seeded:
+    spaCy's evaluation during training); ``heldout.spacy``: the held-out
+    folds' papers (cross-validation). Returns counts."""
+    import spacy
+
+    from .splits import split_doc_ids
+
+    output = Path(output)
+    nlp = spacy.blank(lang)
+    tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
+    art = coresc_docs(coresc, nlp, tagger)
+    if not art:
+        raise RhetoricError(f"no ART / CoreSC paper read from {coresc}")
+    folds = coresc_folds(art)
+    held = set(heldout_folds)
+    unknown = held - set(folds)
+    if unknown:
+        raise RhetoricError(f"no ART / CoreSC fold {sorted(unknown)}: the folds are {sorted(set(folds))}")
+    kept = [d for d, f in zip(art, folds) if f not in held]
+    ids = [str(get_doc_value(d, DOC_ID)) for d in kept]
+    train_ids, dev_ids = split_doc_ids(ids, share=1.0 - dev_share, seed=0)
+    dev_set = set(dev_ids)
+    counts = {"train": _write([d for d, i in zip(kept, ids) if i not in dev_set], output / "train.spacy"),
+              "dev": _write([d for d, i in zip(kept, ids) if i in dev_set], output / "dev.spacy")}
+    if held:
+        counts["heldout"] = _write([d for d, f in zip(art, folds) if f in held], output / "heldout.spacy")
+    return counts
+
+
 if __name__ == "__main__":  # pragma: no cover
     import argparse
 
@@ -448,8 +484,13 @@ if __name__ == "__main__":  # pragma: no cover
                         help="with --fullpaper: + the ART / CoreSC papers (CC BY-NC: non-commercial use only)")
     parser.add_argument("--coresc-heldout-folds", nargs="*", default=[],
                         help="with --coresc: ART folds (fold1..fold5) left out, written to heldout_coresc.spacy")
+    parser.add_argument("--coresc-only", action="store_true",
+                        help="write_coresc_corpus instead: the ART / CoreSC papers alone, CoreSC concepts as fine "
+                             "labels (with --heldout-folds: ART folds fold1..fold5 left out)")
     args = parser.parse_args()
-    if args.fullpaper:
+    if args.coresc_only:
+        result = write_coresc_corpus(args.data / "coresc-art", args.output, heldout_folds=args.heldout_folds)
+    elif args.fullpaper:
         result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
                                         mulms_copies=args.mulms_copies, coresc=args.coresc,
                                         coresc_heldout_folds=args.coresc_heldout_folds)
