@@ -195,10 +195,11 @@ def test_cli_assemble(tmp_path):
     fine = tiny_classifier(tmp_path / "fine", fine=True)
     out = tmp_path / "out"
     result = runner.invoke(app, ["assemble", str(out), "--classifier", str(coarse), "--fine-classifier", str(fine),
-                                 "--name", "tiny", "--version", "1.2.3"])
+                                 "--name", "tiny", "--version", "1.2.3", "--license", "CC BY-NC"])
     assert result.exit_code == 0, result.output
     loaded = spacy.load(out)
     assert loaded.meta["name"] == "tiny" and loaded.meta["version"] == "1.2.3"
+    assert loaded.meta["license"] == "CC BY-NC"
     assert "fine label classifier" in loaded.meta["description"]
     assert {s._.rhetoric_fine_label for s in loaded(TEXT).sents} <= set(FINE.values())
     assert not list(tmp_path.glob(".tmp-*")) and not list(tmp_path.glob(".old-*"))

@@ -31,6 +31,9 @@ def assemble_cli(
     exclude: str = typer.Option("ner", "--exclude", help="Comma-separated parser components to leave out"),
     name: str = typer.Option("rhetoric_pipeline", "--name", help="meta.json name (spacy package adds lang_)"),
     version: str = typer.Option("0.0.1", "--version", help="meta.json version"),
+    license: str = typer.Option("", "--license",
+                                help="meta.json license: the terms of the data the components learned from "
+                                     "(e.g. 'CC BY-NC' for a component trained on ART / CoreSC); kept in the package"),
 ) -> None:
     """Parser + phrase labeler + trained classifiers and encoder -> one pipeline."""
     from ..apps.assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
@@ -49,6 +52,8 @@ def assemble_cli(
                                exclude=[e for e in exclude.split(",") if e])
         nlp.meta["name"] = name
         nlp.meta["version"] = version
+        if license:
+            nlp.meta["license"] = license
         save_pipeline(nlp, output)
     for key, value in report.items():
         msg.info(f"{key}: {value}")
