@@ -101,11 +101,13 @@ def test_annotate(tiny_models, capsys, tmp_path):
     nlp, _ = assemble("en_core_web_sm", [(classifier, CLASSIFIER), (encoder, ENCODER)],
                       phrases=[("Aim", "we train the parser on")])
     paper = tmp_path / "paper.txt"
-    paper.write_text("4 Results\n\nWe train the parser on projected trees. Accuracy increases with the lexicon.\n\n"
-                     "Acknowledgments\n\nWe thank the reviewers for their comments.\n", encoding="utf8")
+    paper.write_text("4 Results\n\nModel.\n\nWe train the parser on projected trees. Accuracy increases with the "
+                     "lexicon.\n\nAcknowledgments\n\nWe thank the reviewers for their comments.\n", encoding="utf8")
     counts = demo.annotate(nlp, paper, n_similar=2)
     out = capsys.readouterr().out
-    assert counts == {"sentences": 3, "phrase_labeled": 1}
+    assert counts == {"sentences": 4, "phrase_labeled": 1}
+    # the neighbours shown are full sentences: the fragment is labelled but neither asked about nor shown
+    assert "Model." in out.split("most similar sentence")[0] and "Model." not in out.split("most similar sentence")[1]
     assert "== 4 Results  [section: results] ==" in out and "phrase: Aim" in out
     assert "== Acknowledgments  [section: other] ==" in out
     assert "other (1.00)" in out  # back matter: other by rule

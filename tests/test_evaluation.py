@@ -469,3 +469,13 @@ def test_gold_docs_reach_the_pipeline_with_headings_and_sections_but_no_labels()
     assert doc._.rhetoric_title == "A title"
     assert [s._.rhetoric_label for s in doc.sents] == [None, None]
     assert [label for _, _, label in spans] == ["objective", "result"]
+
+
+def test_full_sentences_are_those_the_full_paper_scores_count():
+    from spacy_rhetoric.evaluation.fullpaper import is_full_sentence
+
+    assert is_full_sentence("We train the parser on projected trees.")
+    assert not is_full_sentence("Model.") and not is_full_sentence("That is,")
+    assert not is_full_sentence("Supercalifragilistic expialidocious words.")  # 3 words, long enough
+    assert not is_full_sentence("We do it so.")  # 4 words, 12 characters
+    assert is_full_sentence("  We parse a lot of big trees.  ")  # stripped: 27 characters, 7 words

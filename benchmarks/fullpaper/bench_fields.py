@@ -113,11 +113,12 @@ def cv_model_rows(cv_dir: Path, docs, rows: List[Dict]) -> Tuple[List[str], Dict
 
 def concept_score(rows: List[Dict], preds: List[str]) -> Dict:
     """CoreSC concepts: accuracy and macro-F1 (and per concept F1) over the
-    rows with a concept that ``score`` would score (>= 25 characters, >= 4 words)."""
+    rows with a concept that ``score`` would score (``evaluation.fullpaper.is_full_sentence``)."""
     from sklearn.metrics import f1_score
 
-    pairs = [(r["fine"], p) for r, p in zip(rows, preds) if r["fine"] and len(r["text"]) >= 25
-             and len(r["text"].split()) >= 4]
+    from spacy_rhetoric.evaluation.fullpaper import is_full_sentence
+
+    pairs = [(r["fine"], p) for r, p in zip(rows, preds) if r["fine"] and is_full_sentence(r["text"])]
     gold, guess = [g for g, _ in pairs], [p or "none" for _, p in pairs]
     concepts = sorted(set(gold))
     per = f1_score(gold, guess, labels=concepts, average=None, zero_division=0)

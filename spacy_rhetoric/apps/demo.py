@@ -374,6 +374,7 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
     (heading and section category of ``rhetoric_section_tagger``), every
     sentence with its function label and score, its phrase label and n-gram,
     and for ``n_similar`` sentences the most similar other sentence."""
+    from ..evaluation.fullpaper import is_full_sentence
     from ..extensions import HEADING
     from ..section_headings import token_values
 
@@ -396,9 +397,10 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
         if sent._.phrase_label is not None:
             counts["phrase_labeled"] += 1
             print(f"      phrase: {sent._.phrase_label}  \"{sent._.phrase_match.text}\"")
-    with_vectors = [i for i, s in enumerate(sents) if s._.rhetoric_vector is not None]
+    # queries and candidates: full sentences (evaluation.fullpaper.is_full_sentence), not the reader's fragments
+    with_vectors = [i for i, s in enumerate(sents) if s._.rhetoric_vector is not None and is_full_sentence(s.text)]
     if with_vectors and n_similar > 0:
-        print("\n== most similar sentence (sent.similarity, encoder vectors) ==")
+        print("\n== most similar sentence (sent.similarity, encoder vectors; sentences of 4+ words) ==")
         step = max(1, len(with_vectors) // n_similar)
         for i in with_vectors[::step][:n_similar]:
             j, sim = most_similar([sents[k] for k in with_vectors], with_vectors.index(i))

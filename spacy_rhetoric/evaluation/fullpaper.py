@@ -33,6 +33,16 @@ SECTION_LABEL = {"introduction": "background", "related work": "background", "me
 OWN_WORK = frozenset({"method", "result"})
 
 
+MIN_CHARS, MIN_WORDS = 25, 4  # a scored sentence: fragments of the reader ("That is,", "Model.") are not
+
+
+def is_full_sentence(text: str) -> bool:
+    """At least ``MIN_CHARS`` characters and ``MIN_WORDS`` words: the
+    sentences the full-paper scores count (and the demo shows neighbours of)."""
+    text = text.strip()
+    return len(text) >= MIN_CHARS and len(text.split()) >= MIN_WORDS
+
+
 def sentence_rows(docs) -> List[Dict]:
     """One row per non-blank sentence of each paper (all sentences: context
     for the baselines), with what the baselines and :func:`score` need."""
@@ -59,7 +69,7 @@ def sentence_rows(docs) -> List[Dict]:
                 "label": get_span_value(sent, "label"), "fine": get_span_value(sent, "fine_label"),
                 "prev": sents[i - 1].text if i else "", "next": sents[i + 1].text if i + 1 < len(sents) else "",
                 "pos_section": (i - r0) / max(1, r1 - r0), "idx_section": i - r0, "pos_paper": i / max(1, len(sents)),
-                "scored": bool(gold) and len(text) >= 25 and len(text.split()) >= 4,
+                "scored": bool(gold) and is_full_sentence(text),
                 "single": len(gold) == 1 and gold[0] in SINGLE_CLASSES,
             })
     return rows
