@@ -5,6 +5,9 @@
 # CORESC=1: every field -- also the ART / CoreSC papers of four of its five folds (readers.coresc.coresc_folds;
 # MuLMS-AZ fold trainK is held out with ART fold foldK, written to <fold>/heldout_coresc.spacy), scored on both
 # by bench_fullpaper.py --cv-dir and bench_fields.py --cv-dir. ART is CC BY-NC: so are models trained on it.
+# CORESC=only: the CoreSC classifier (configs/coresc_classifier.cfg, the 11 concepts as the fine label) on the
+# ART papers alone, per ART fold fold1..fold5 (held out: <fold>/heldout.spacy), scored by
+# bench_fields.py --coresc-cv-dir. FOLDS="fold1": only those folds.
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
 # A fold whose model-last exists is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
 set -euo pipefail
@@ -16,22 +19,29 @@ DATA=${SPACY_RHETORIC_DATA:-../shared/data}
 PY=${PY:-.venv/bin/python}
 CORESC=${CORESC:-0}
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+CONFIG=configs/classifier.cfg
+if [ "$CORESC" = only ]; then
+  CONFIG=configs/coresc_classifier.cfg
+  FOLDS=${FOLDS:-fold1 fold2 fold3 fold4 fold5}
+fi
+FOLDS=${FOLDS:-train1 train2 train3 train4 train5}
 run_fold() {
   local fold=$1; shift
   local dir=$CV_DIR/$fold
   [ -d "$dir/model/model-last" ] && { echo "$fold: done"; return 0; }
-  local art=()
-  [ "$CORESC" = 1 ] && art=(--coresc --coresc-heldout-folds "fold${fold#train}")
-  [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" --fullpaper \
-      --heldout-folds "$fold" "${art[@]}" > "$dir.corpus.json"
-  $PY -m spacy train configs/classifier.cfg --output "$dir/model" \
+  local corpus=(--fullpaper --heldout-folds "$fold")
+  [ "$CORESC" = 1 ] && corpus+=(--coresc --coresc-heldout-folds "fold${fold#train}")
+  [ "$CORESC" = only ] && corpus=(--coresc-only --heldout-folds "$fold")
+  [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" \
+      "${corpus[@]}" > "$dir.corpus.json"
+  $PY -m spacy train "$CONFIG" --output "$dir/model" \
     --paths.train "$dir/train.spacy" --paths.dev "$dir/dev.spacy" --training.max_steps "$STEPS" \
     --training.eval_frequency 1000 "$@" > "$dir/train.log" 2>&1
   echo "$fold: trained"
 }
 mkdir -p "$CV_DIR"
 pids=()
-for fold in train1 train2 train3 train4 train5; do
+for fold in $FOLDS; do
   run_fold "$fold" "$@" &
   pids+=($!)
   if [ "${#pids[@]}" -ge "$PARALLEL" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
