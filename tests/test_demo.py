@@ -217,9 +217,11 @@ def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
 
 
 def test_packaged_configs_and_sample_paper():
-    assert set(config_names()) == {"classifier", "classifier_fast", "classifier_sections", "encoder",
-                                   "fine_classifier", "rhetoric_trf"}
+    assert set(config_names()) == {"classifier", "classifier_fast", "classifier_sections", "coresc_classifier",
+                                   "encoder", "fine_classifier", "rhetoric_trf"}
     spacy.util.load_config(config_path("classifier_sections"))
+    coresc = spacy.util.load_config(config_path("coresc_classifier"))
+    assert coresc["components"]["rhetoric_fine_classifier"]["label_field"] == "fine_label"
     assert (demo.CLASSIFIER_CONFIG, demo.ENCODER_CONFIG) == ("classifier", "encoder")
     config = spacy.util.load_config(config_path(demo.CLASSIFIER_CONFIG))
     assert config["corpora"]["train"]["section_dropout"] > 0
