@@ -9,7 +9,7 @@
 # ART papers alone, per ART fold fold1..fold5 (held out: <fold>/heldout.spacy), scored by
 # bench_fields.py --coresc-cv-dir. FOLDS="fold1": only those folds.
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
-# A fold whose model-last exists is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
+# A fold whose training ended (<fold>/trained) is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CV_DIR=${CV_DIR:-training/fullpaper_cv}
@@ -28,7 +28,8 @@ FOLDS=${FOLDS:-train1 train2 train3 train4 train5}
 run_fold() {
   local fold=$1; shift
   local dir=$CV_DIR/$fold
-  [ -d "$dir/model/model-last" ] && { echo "$fold: done"; return 0; }
+  # spacy train writes model-last at every evaluation: only the marker says the training ended
+  [ -f "$dir/trained" ] && { echo "$fold: done"; return 0; }
   local corpus=(--fullpaper --heldout-folds "$fold")
   [ "$CORESC" = 1 ] && corpus+=(--coresc --coresc-heldout-folds "fold${fold#train}")
   [ "$CORESC" = only ] && corpus=(--coresc-only --heldout-folds "$fold")
@@ -37,6 +38,7 @@ run_fold() {
   $PY -m spacy train "$CONFIG" --output "$dir/model" \
     --paths.train "$dir/train.spacy" --paths.dev "$dir/dev.spacy" --training.max_steps "$STEPS" \
     --training.eval_frequency 1000 "$@" > "$dir/train.log" 2>&1
+  touch "$dir/trained"
   echo "$fold: trained"
 }
 mkdir -p "$CV_DIR"
