@@ -133,8 +133,6 @@ def coresc_cv_rows(cv_dir: Path, docs, rows: List[Dict]) -> Dict[str, Dict]:
     with a model (a partial run scores the folds it has)."""
     import spacy
 
-    from spacy_rhetoric.extensions import FINE_LABEL, LABEL, SCORES, clear_field, get_span_value
-
     folds = art_fold_names(docs)
     out: Dict[str, Dict] = {"classifier": {}, "logreg": {}}
     concept_rows = [dict(r, label=r["fine"]) for r in rows]
@@ -144,14 +142,8 @@ def coresc_cv_rows(cv_dir: Path, docs, rows: List[Dict]) -> Dict[str, Dict]:
             continue
         nlp = spacy.load(path)
         index = [i for i, f in enumerate(folds) if f == fold]
-        preds = []
-        for i in index:
-            copy = docs[i].copy()
-            for field in (FINE_LABEL, LABEL, SCORES):
-                clear_field(copy, field)
-            with nlp.select_pipes(disable=[n for n in nlp.pipe_names if n == "sentencizer"]):
-                doc = nlp(copy)
-            preds.extend(get_span_value(s, FINE_LABEL) for s in kept_sentences(doc))
+        preds = [p for doc_preds in pipeline_predictions(nlp, [docs[i] for i in index], scores_field="fine_scores")
+                 for p in doc_preds]
         test = [r for r in concept_rows if r["fold"] == fold]
         if len(preds) != len(test):
             raise SystemExit(f"--coresc-cv-dir: {len(preds)} predictions for {len(test)} rows of {fold}")

@@ -142,17 +142,29 @@ def kept_sentences(doc) -> List[Any]:
 
 
 def pipeline_scores(nlp, docs, *, hide_sections: bool = False,
-                    vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None) -> List[List[Dict[str, float]]]:
+                    vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None,
+                    scores_field: str = "scores") -> List[List[Dict[str, float]]]:
     """Run ``nlp`` over copies of the papers that carry their headings and
     (unless ``hide_sections``) sections but no labels; the label scores of
-    each sentence. ``vectors``: a list that receives, per paper, each
+    each sentence (``scores_field``: ``"fine_scores"`` for a fine classifier's).
+    ``vectors``: a list that receives, per paper, each
     sentence's ``rhetoric_vector`` from the same pass (None where it has none)."""
-    from spacy_rhetoric.extensions import GOLD_LABELS, LABEL, SCORES, SECTION, VECTOR, clear_field, get_span_value
+    from spacy_rhetoric.extensions import (
+        FINE_LABEL,
+        FINE_SCORES,
+        GOLD_LABELS,
+        LABEL,
+        SCORES,
+        SECTION,
+        VECTOR,
+        clear_field,
+        get_span_value,
+    )
 
     copies = []
     for doc in docs:
         copy = doc.copy()
-        for field in (LABEL, GOLD_LABELS, SCORES) + ((SECTION,) if hide_sections else ()):
+        for field in (LABEL, GOLD_LABELS, SCORES, FINE_LABEL, FINE_SCORES) + ((SECTION,) if hide_sections else ()):
             clear_field(copy, field)
         copies.append(copy)
     skip = [name for name in nlp.pipe_names if name in ("sentencizer", "senter", "parser")]
@@ -162,17 +174,19 @@ def pipeline_scores(nlp, docs, *, hide_sections: bool = False,
     with nlp.select_pipes(disable=skip):
         for doc in nlp.pipe(copies, batch_size=4):
             sents = kept_sentences(doc)
-            out.append([get_span_value(s, "scores") or {} for s in sents])
+            out.append([get_span_value(s, scores_field) or {} for s in sents])
             if vectors is not None:
                 vectors.append([get_span_value(s, VECTOR) for s in sents])
     return out
 
 
 def pipeline_predictions(nlp, docs, *, hide_sections: bool = False,
-                         vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None) -> List[List[Optional[str]]]:
+                         vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None,
+                         scores_field: str = "scores") -> List[List[Optional[str]]]:
     """One label per sentence (``pipeline_scores``' best; None without scores)."""
     return [[max(scores, key=scores.get) if scores else None for scores in doc_scores]
-            for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections, vectors=vectors)]
+            for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections, vectors=vectors,
+                                              scores_field=scores_field)]
 
 
 def vector_rows(fold_vectors: Dict[str, List[numpy.ndarray]], fold_labels: Dict[str, List[str]]
