@@ -67,3 +67,48 @@ def test_zone_vectors_score_zones_not_papers():
     assert by_zone["mean"]["p_at_1"] == pytest.approx(1.0) and by_zone["mean"]["map_at_r"] == pytest.approx(1.0)
     assert by_paper["mean"]["p_at_1"] < 0.6 and by_paper["mean"]["map_at_r"] < 0.6
     assert by_zone["folds"]["train1"]["sentences"] == 12  # the unzoned sentences are left out
+
+
+def test_st_rows_train_on_the_other_folds_only(monkeypatch):
+    """The sentence-transformers row: each fold's model is fine-tuned on the
+    zoned sentences of the other folds' papers and encodes the fold's own."""
+    encoder_dir = str(Path(__file__).resolve().parent.parent / "benchmarks" / "encoder")
+    monkeypatch.syspath_prepend(encoder_dir)
+    import bench_vectors
+
+    seen = []
+
+    def fake_finetune(model, texts, classes, *, steps, batch_size, seed):
+        seen.append((list(texts), list(classes), steps, batch_size))
+        return [2.0, 1.0]
+
+    def fake_encode(model, texts, batch_size):  # one-hot by zone word: perfect retrieval
+        return numpy.vstack([one_hot(next(i for i, z in enumerate(ZONES) if z in t)) for t in texts])
+
+    monkeypatch.setattr(bench_vectors, "finetune_triplets", fake_finetune)
+    monkeypatch.setattr(bench_vectors, "_minilm", lambda device=None: object())
+    monkeypatch.setattr(bench_vectors, "_encode", fake_encode)
+    result = bench.st_vector_rows(make_docs(), steps=3, batch_size=8)
+    assert sorted(result["folds"]) == ["train1", "train2"]
+    assert result["mean"]["p_at_1"] == pytest.approx(1.0)
+    assert result["folds"]["train1"]["sentences"] == 12 and result["losses"]["train2"]["steps"] == 2
+    first, second = seen
+    assert all(t.startswith(("Paper 1", "Paper 3")) for t in first[0])  # train1 held out: papers 1 and 3 train
+    assert all(t.startswith(("Paper 0", "Paper 2")) for t in second[0])
+    assert len(first[0]) == 12 and "No zone here at all." not in first[0] and first[2:] == (3, 8)
+
+
+@pytest.mark.slow
+def test_st_row_fine_tunes_minilm_for_real():
+    """One real step of BatchAllTripletLoss on the local all-MiniLM-L6-v2."""
+    encoder_dir = str(Path(__file__).resolve().parent.parent / "benchmarks" / "encoder")
+    import sys
+
+    if encoder_dir not in sys.path:
+        sys.path.insert(0, encoder_dir)
+    import bench_vectors
+
+    result = bench.st_vector_rows(make_docs(), steps=1, batch_size=8)
+    assert result["losses"]["train1"]["steps"] == 1
+    assert 0.0 <= result["mean"]["p_at_1"] <= 1.0 and result["folds"]["train2"]["sentences"] == 12
+    assert bench_vectors.MODEL == bench.RAW_MODEL

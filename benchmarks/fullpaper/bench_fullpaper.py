@@ -38,7 +38,11 @@ the mixtures of ``MEMBER_MIXTURES`` (the same trained models, their
 models' sentence vectors (the trunk's vector head, from the same pass as
 the labels) scored by leave-one-out retrieval of each held-out fold's
 sentences by their zone (P@1, MAP@R), against plain all-MiniLM-L6-v2
-vectors (sentence-transformers) of the same sentences.
+vectors (sentence-transformers) of the same sentences and (``--st-steps N``)
+against all-MiniLM-L6-v2 fine-tuned per fold on the training folds' zoned
+sentences with sentence-transformers' ``BatchAllTripletLoss`` for N steps
+(``benchmarks/encoder/bench_vectors.py``'s ``finetune_triplets``: P x K
+batches of ``--st-batch-size`` sentences, AdamW 2e-5, seeded).
 
     python benchmarks/fullpaper/bench_fullpaper.py --data ../shared/data --cv-dir training/fullpaper_cv \\
         --demo-pipeline training/old_demo_pipeline --out benchmarks/fullpaper/results/fullpaper_cv.json
@@ -249,6 +253,41 @@ def raw_vector_rows(docs) -> Dict[str, Any]:
           flush=True)
     return result
 
+def st_vector_rows(docs, *, steps: int, batch_size: int, seed: int = 0) -> Dict[str, Any]:
+    """``vector_rows`` of all-MiniLM-L6-v2 fine-tuned per fold with
+    sentence-transformers' ``BatchAllTripletLoss`` on the zoned sentences of
+    the other folds' papers (``bench_vectors.finetune_triplets``, its one
+    definition), encoding the fold's sentences."""
+    encoder_dir = str(Path(__file__).resolve().parent.parent / "encoder")
+    if encoder_dir not in sys.path:
+        sys.path.insert(0, encoder_dir)
+    from bench_vectors import _encode, _minilm, finetune_triplets
+
+    from spacy_rhetoric.extensions import get_doc_value
+
+    folds = [f for f in FOLDS if any(get_doc_value(d, "fold") == f for d in docs)]
+    texts, zones = {}, {}
+    for fold in folds:
+        fold_texts, fold_zones = fold_sentences(docs, fold)
+        keep = [i for i, z in enumerate(fold_zones) if z]
+        texts[fold], zones[fold] = [fold_texts[i] for i in keep], [str(fold_zones[i]) for i in keep]
+    vectors, losses = {}, {}
+    for fold in folds:
+        train_texts = [t for other in folds if other != fold for t in texts[other]]
+        train_zones = [z for other in folds if other != fold for z in zones[other]]
+        model = _minilm()
+        fold_losses = finetune_triplets(model, train_texts, train_zones, steps=steps, batch_size=batch_size, seed=seed)
+        losses[fold] = {"first": fold_losses[0], "last": fold_losses[-1], "steps": len(fold_losses)}
+        vectors[fold] = list(_encode(model, texts[fold], 64))
+        print(f"  {fold}: ST BatchAllTriplet fine-tune, {len(fold_losses)} steps on {len(train_texts)} sentences, "
+              f"loss {fold_losses[0]:.3f} -> {fold_losses[-1]:.3f}", flush=True)
+    result = vector_rows(vectors, zones)
+    result["losses"] = losses
+    print(f"ST BatchAllTriplet fine-tune ({steps} steps of {batch_size}) vectors by zone: "
+          f"P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}", flush=True)
+    return result
+
+
 def cv_rows(run, docs, name: str, cv_dir: Path) -> Dict[str, List[Optional[numpy.ndarray]]]:
     """``run`` the per-fold models of ``cv_dir`` with and without sections;
     the sentence vectors of the pass with sections, by fold."""
@@ -328,7 +367,7 @@ def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
     return out
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--cv-dir", type=Path, default=None)
@@ -340,8 +379,25 @@ def main(argv=None) -> int:
     parser.add_argument("--vectors", action="store_true",
                         help="also score the CV models' sentence vectors by zone (P@1, MAP@R) against plain "
                              "all-MiniLM-L6-v2 vectors of the same sentences")
+    parser.add_argument("--st-steps", type=int, default=0,
+                        help="with --vectors: also all-MiniLM-L6-v2 fine-tuned per fold with sentence-transformers' "
+                             "BatchAllTripletLoss for this many steps (0: not)")
+    parser.add_argument("--st-batch-size", type=int, default=16)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.st_steps < 0 or args.st_batch_size < 4:
+        parser.error("--st-steps must be >= 0 and --st-batch-size >= 4")
+    if args.st_steps and not args.vectors:
+        parser.error("--st-steps needs --vectors")
+    if args.out:
+        from spacy_rhetoric.io import check_output
+
+        check_output(args.out, what="--out", inputs=[args.data])
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
 
     import spacy
 
@@ -401,6 +457,9 @@ def main(argv=None) -> int:
 
     if args.vectors:  # the baseline: plain all-MiniLM-L6-v2 vectors of the same sentences
         vector_results[f"raw {RAW_MODEL}"] = raw_vector_rows(docs)
+    if args.vectors and args.st_steps:
+        vector_results[f"ST BatchAllTriplet fine-tune ({args.st_steps} steps)"] = st_vector_rows(
+            docs, steps=args.st_steps, batch_size=args.st_batch_size)
 
     for name, cv_dir in (("full-paper classifier before", args.cv_before), ("full-paper classifier", args.cv_dir)):
         if not cv_dir:
@@ -437,8 +496,10 @@ def main(argv=None) -> int:
     print(f"{report['papers']} papers, {report['scored']} scored sentences ({report['single']} single), "
           f"{report['seconds']:.0f} s")
     if args.out:
+        from spacy_rhetoric.io import atomic_write_json
+
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1))
+        atomic_write_json(args.out, report, indent=1)
     return 0
 
 
