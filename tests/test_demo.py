@@ -84,6 +84,33 @@ def test_training_writes_models_with_dev_scores(tiny_models):
 
 
 @pytest.mark.slow  # trains (tiny_models)
+def test_the_classifier_is_scored_once_on_the_whole_dev_set(tiny_models):
+    """spaCy's loop evaluates on one dev document only (train_then_evaluate);
+    the scores in meta.json are those of the saved model on the whole dev set."""
+    from spacy.util import registry
+
+    data, output, classifier, _ = tiny_models
+    nlp = spacy.load(classifier)
+    assert nlp.config["training"]["eval_frequency"] == 4 and nlp.config["corpora"]["dev"]["limit"] == 1
+    dev = nlp.config.interpolate()["corpora"]["dev"]
+    examples = list(registry.resolve({"dev": {**dev, "limit": 0}})["dev"](nlp))
+    assert len(examples) == 4  # the four dev abstracts, not the loop's one
+    scores = nlp.evaluate(examples)
+    performance = demo.dev_scores(classifier)
+    assert performance["rhetoric_f_micro"] == pytest.approx(scores["rhetoric_f_micro"])
+    assert performance["rhetoric_f_macro"] == pytest.approx(scores["rhetoric_f_macro"])
+    assert "rhetoric_function_classifier_loss" in performance
+
+
+def test_train_then_evaluate_refuses_averaged_weights(tmp_path):
+    config = tmp_path / "averaged.cfg"
+    config.write_text(config_path("classifier").read_text(encoding="utf8").replace(
+        "use_averages = false", "use_averages = true"), encoding="utf8")
+    with pytest.raises(demo.DemoError, match="use_averages"):
+        demo.train_then_evaluate(config, tmp_path / "out", {"paths.train": "x", "paths.dev": "y"})
+
+
+@pytest.mark.slow  # trains (tiny_models)
 def test_trained_models_are_reused(tiny_models, capsys):
     data, output, classifier, encoder = tiny_models
     before = (classifier / "meta.json").stat().st_mtime_ns

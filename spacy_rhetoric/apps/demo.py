@@ -177,21 +177,78 @@ def _trained(config: Path, output: Path, wanted: str, start: float, how: str = "
 
 
 def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inputs: Sequence[Path] = (),
-                   retrain: bool = False, gpu_id: int = -1) -> Path:
+                   retrain: bool = False, gpu_id: int = -1, evaluate_at_end: bool = False) -> Path:
     """Train ``config`` with ``spacy.cli.train.train`` into ``output`` and
     return the final model (``model-last``, whose meta.json holds the dev
     scores of its last evaluation, which is the final step). A model already
     in ``output`` trained from the same config, overrides and ``inputs``
     (files, by size and mtime) is reused. ``gpu_id``: spacy train's
-    ``--gpu-id`` (-1 = CPU)."""
+    ``--gpu-id`` (-1 = CPU). ``evaluate_at_end``: :func:`train_then_evaluate`
+    (the overrides then hold ``end_evaluation_overrides``)."""
     from spacy.cli.train import train
 
     model, wanted = _reused(config, output, overrides, inputs, retrain)
     if model is not None:
         return model
     start = time.perf_counter()
-    train(config, output, use_gpu=gpu_id, overrides=overrides)
+    if evaluate_at_end:
+        train_then_evaluate(config, output, overrides, gpu_id=gpu_id)
+    else:
+        train(config, output, use_gpu=gpu_id, overrides=overrides)
     return _trained(config, output, wanted, start)
+
+
+def end_evaluation_overrides(steps: int) -> Dict[str, Any]:
+    """For :func:`train_then_evaluate`: spaCy's loop evaluates after its first
+    step and then every ``eval_frequency`` steps; past the last step, and on
+    one dev document, that first evaluation is all it runs (a few seconds
+    instead of a pass over the whole dev set for scores nobody reads)."""
+    return {"training.eval_frequency": int(steps) + 1, "corpora.dev.limit": 1}
+
+
+def train_then_evaluate(config: Path, output: Path, overrides: Dict[str, Any], *, gpu_id: int = -1) -> Path:
+    """What ``spacy.cli.train.train`` does (spaCy's own ``init_nlp`` and
+    training loop), then one evaluation of the trained pipeline on the whole
+    dev corpus (``corpora.dev`` without its ``limit``), whose scores replace
+    the ``performance`` of ``model-last/meta.json`` as spaCy's loop writes
+    them (the ``training.score_weights`` metrics). With
+    :func:`end_evaluation_overrides` the dev set is read once, at the end,
+    where spaCy would read it twice. Needs ``use_averages = false`` (the
+    pipeline in memory is then the one saved)."""
+    from spacy import util
+    from spacy.cli._util import setup_gpu
+    from spacy.training.initialize import init_nlp
+    from spacy.training.loop import train as train_nlp
+
+    from ..io import atomic_write_json
+
+    output.mkdir(parents=True, exist_ok=True)
+    setup_gpu(gpu_id)
+    cfg = util.load_config(config, overrides=overrides, interpolate=False)
+    if cfg["training"]["optimizer"].get("use_averages"):
+        raise DemoError(f"{config}: an evaluation at the end needs training.optimizer.use_averages = false")
+    nlp = init_nlp(cfg, use_gpu=gpu_id)
+    nlp, model = train_nlp(nlp, output, use_gpu=gpu_id)
+    resolved = nlp.config.interpolate()
+    dev_name = resolved["training"]["dev_corpus"]
+    section, key = dev_name.split(".", 1)
+    reader = util.registry.resolve({"dev": {**resolved[section][key], "limit": 0}})["dev"]
+    started = time.perf_counter()
+    scores = nlp.evaluate(reader(nlp))
+    meta_path = Path(model) / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf8"))
+    performance = {k: v for k, v in meta.get("performance", {}).items() if k.endswith("_loss")}
+    weights = resolved["training"]["score_weights"]
+    performance.update({metric: scores.get(metric, 0.0) for metric in weights if metric is not None})
+    for metric in ("rhetoric_vector_p_at_1", "rhetoric_vector_map_at_r"):  # the demo prints them
+        if metric in scores:
+            performance[metric] = scores[metric]
+    meta["performance"] = performance
+    atomic_write_json(meta_path, meta)
+    print(f"  evaluated on the whole dev set in {time.perf_counter() - started:.0f} s: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in performance.items()
+                      if isinstance(v, float) and not k.endswith("_loss") and weights.get(k)))
+    return Path(model)
 
 
 class BackgroundTraining:
@@ -307,9 +364,10 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     def train_classifier() -> Path:
         print(f"\n== training the function classifier and its vector head ({classifier_steps} steps) ==")
         clf_train, clf_dev = build_classifier_corpus(data, output / "corpus" / "fullpaper")
-        clf_overrides = {**training_overrides(clf_train, clf_dev, classifier_steps), **DEMO_CLASSIFIER_SETTINGS}
+        clf_overrides = {**training_overrides(clf_train, clf_dev, classifier_steps), **DEMO_CLASSIFIER_SETTINGS,
+                         **end_evaluation_overrides(classifier_steps)}
         return train_pipeline(config_path(CLASSIFIER_CONFIG), output / "classifier", clf_overrides,
-                              inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id)
+                              inputs=[clf_train, clf_dev], retrain=retrain, gpu_id=gpu_id, evaluate_at_end=True)
 
     if not encoder_steps:
         return train_classifier(), None
