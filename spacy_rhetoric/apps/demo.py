@@ -13,7 +13,10 @@ with it, section by section.
   (``readers.section_labels.write_fullpaper_corpus``): CSAbstruct train and
   the MuLMS-AZ full papers with expert zones (when present in the data
   directory). The demo's fine-tune of the classifier's MiniLM member is half
-  a pass (``DEMO_CLASSIFIER_SETTINGS``).
+  a pass (``DEMO_CLASSIFIER_SETTINGS``). The trained classifier is scored once,
+  on the whole dev set (CSAbstruct dev), at the end
+  (:func:`train_then_evaluate`); spaCy's loop itself only scores one dev
+  document after its first step.
 - Sentence vectors: the classifier's fine-tuned MiniLM member is the trunk of
   two heads, its labels and ``sent._.rhetoric_vector`` (its vector head,
   ``VectorHead.v1``, trained with a metric loss on the papers' expert zones),
