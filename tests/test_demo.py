@@ -145,6 +145,18 @@ def test_annotate(tiny_models, capsys, tmp_path):
         float(sents[0]._.rhetoric_vector @ sents[1]._.rhetoric_vector), abs=1e-5)
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("We train the parser on projected trees.", True),
+    ("Which papers discuss the effects of Ranibizumab on the Retina?", True),
+    ("\"Results are shown in Table 2.\"", True),
+    ("where W is a weight matrix, g k and h k are defined similarly to g !", False),
+    ("2017, MetaMap Lite) 6 , with minimal post-processing to extract and link entities to the KB.", False),
+    ("The input token representations are passed through one fully-connected layer and then", False),
+])
+def test_only_well_formed_sentences_are_asked_about(text, expected):
+    assert demo.is_well_formed(text) is expected
+
+
 def test_a_failed_background_training_names_its_log_and_is_not_reused(tmp_path):
     config = tmp_path / "broken.cfg"
     config.write_text("[nlp]\nlang = \"en\"\npipeline = [\"no_such_component\"]\n", encoding="utf8")

@@ -37,6 +37,7 @@ and reused by later runs. Data: ``$SPACY_RHETORIC_DATA``, else
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -458,19 +459,34 @@ def annotate(nlp: Language, paper: Path, *, n_similar: int = 3, width: int = 100
         if sent._.phrase_label is not None:
             counts["phrase_labeled"] += 1
             print(f"      phrase: {sent._.phrase_label}  \"{sent._.phrase_match.text}\"")
-    # queries and candidates: full sentences (evaluation.fullpaper.is_full_sentence), not the reader's fragments
+    # candidates: full sentences (evaluation.fullpaper.is_full_sentence), not the reader's fragments;
+    # questions: well-formed ones among them (is_well_formed), spread over the paper
     with_vectors = [i for i, s in enumerate(sents) if s._.rhetoric_vector is not None and is_full_sentence(s.text)]
-    if with_vectors and n_similar > 0:
+    queries = [i for i in with_vectors if is_well_formed(sents[i].text)]
+    if queries and n_similar > 0:
         print("\n== most similar sentence (sent.similarity, encoder vectors; sentences of 4+ words) ==")
-        step = max(1, len(with_vectors) // n_similar)
-        for i in with_vectors[::step][:n_similar]:
+        step = max(1, len(queries) // n_similar)
+        for i in queries[::step][:n_similar]:
             j, sim = most_similar([sents[k] for k in with_vectors], with_vectors.index(i))
             if j is None:
                 continue
-            print(f"[{i + 1:>3}] {_short(sents[i].text, width)}")
-            print(f"  ~ [{with_vectors[j] + 1:>3}] {_short(sents[with_vectors[j]].text, width)}  "
+            other = sents[with_vectors[j]]
+            print(f"[{i + 1:>3}] {sents[i]._.rhetoric_label or '-':<11} {_short(sents[i].text, width)}")
+            print(f"  ~ [{with_vectors[j] + 1:>3}] {other._.rhetoric_label or '-':<11} {_short(other.text, width)}  "
                   f"(cosine {sim:.2f})")
     return counts
+
+
+_WELL_FORMED = re.compile(r"^[\"'(\[]?[A-Z].*[.?!][\"')\]]?$", re.DOTALL)
+
+
+def is_well_formed(text: str) -> bool:
+    """A sentence that starts with a capital letter and ends with a full
+    stop, question or exclamation mark (a closing quote or bracket allowed
+    around them): not a line of a formula or a table, or a piece of a
+    sentence split by the PDF's layout ("where W is a weight matrix ...",
+    "2017, MetaMap Lite) 6 , with ...")."""
+    return bool(_WELL_FORMED.match(text.strip()))
 
 
 def _score(scores: Dict[str, Any], key: str) -> str:
