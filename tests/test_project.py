@@ -65,6 +65,30 @@ def test_profile_workflow_resolves_to_its_configs(tmp_path, workflow):
     assert package and package[-1][4] == args[4]
 
 
+def test_the_every_field_workflow_trains_on_art_and_ships_its_licence(tmp_path):
+    """`coresc`: the coarse classifier on every field's papers and the CoreSC
+    classifier on ART, assembled and packaged under ART's CC BY-NC licence."""
+    config = project(tmp_path)
+    lines = scripts(config, "coresc")
+    trained = {CONFIG_RE.search(args[4]).group(1): args for args in train_lines(lines)}
+    assert set(trained) == {"classifier", "coresc_classifier"}
+    assert "corpus/fullpaper_fields/train.spacy" in trained["classifier"]
+    assert "corpus/coresc/train.spacy" in trained["coresc_classifier"]
+    converts = [args for _, args in lines if "spacy_rhetoric.readers.section_labels" in args]
+    assert any("--coresc" in args and "--fullpaper" in args for args in converts)
+    assert any("--coresc-only" in args for args in converts)
+    (assemble_args,) = [args for _, args in lines if args[3:4] == ["assemble"]]
+    opts = {k: assemble_args[i + 1] for i, k in enumerate(assemble_args) if k.startswith("--")}
+    assert opts["--classifier"].endswith("/fullpaper_fields/model-last")
+    assert opts["--fine-classifier"].endswith("/coresc_classifier/model-last")
+    assert "CC BY-NC" in opts["--license"] and opts["--name"].endswith("_coresc")
+    package = [args for _, args in lines if args[3:4] == ["package"]]
+    assert package and package[-1][4] == assemble_args[4]
+    (asset,) = [a for a in config["assets"] if a["dest"] == "assets/data/coresc-art"]
+    assert asset["git"] == {"repo": "https://github.com/kermitt2/hypothesis_detection", "branch": "master",
+                            "path": "dataset/external/ART_Corpus"}
+
+
 def test_gpu_id_var_reaches_every_spacy_train(tmp_path):
     config = project(tmp_path, gpu_id=0)
     lines = train_lines(scripts(config))
