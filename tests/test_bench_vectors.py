@@ -177,3 +177,28 @@ def test_a_fold_gets_the_same_sample_whichever_folds_are_run():
     every = bench.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0, max_test_docs=2)
     (last,) = bench.fold_splits(rows, FOLDS[-1:], held_out=set(), max_test=5, seed=0, max_test_docs=2)
     assert last["test"] == every[-1]["test"]
+
+
+@pytest.mark.parametrize("argv,pooling", [([], "sentence"), (["--trunk-pooling", "pair"], "pair")])
+def test_the_trunk_row_pools_as_the_shipped_config_unless_told(monkeypatch, argv, pooling):
+    """--trunk-pooling (default: the sentence's own word pieces, as configs/classifier.cfg) reaches the vector head."""
+    import spacy_rhetoric.ml.finetuned as finetuned
+
+    from spacy_rhetoric.resources import config_path
+
+    assert f'pooling = "{pooling}"' in config_path("classifier").read_text(encoding="utf8") or argv
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_expert(*args, vectors=None, **kwargs):
+        seen.append(vectors.pooling)
+        raise Stop
+
+    monkeypatch.setattr(finetuned, "finetuned_expert", fake_expert)
+    args = bench.parse_args(["--new-encoder", *argv])
+    docs, _ = make_docs(2)
+    with pytest.raises(Stop):
+        bench.new_encoder_vectors(docs, docs, args, test_rows=[], held_out=set())
+    assert seen == [pooling]

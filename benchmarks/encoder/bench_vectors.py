@@ -41,7 +41,8 @@ sentences) and averaged over the folds:
 * ``trunk vector head`` (``--new-encoder``): :func:`new_encoder_vectors`,
   the pipeline's own encoder -- the classifier's fine-tuned MiniLM member with
   its vector head (``VectorHead.v1``; ``--trunk-loss``, ``--trunk-weight``,
-  ``--trunk-width``) -- fitted per fold for the same steps and batch size,
+  ``--trunk-width``, ``--trunk-pooling``, by default the sentence's own word
+  pieces as ``configs/classifier.cfg`` has it) -- fitted per fold for the same steps and batch size,
   reading each sentence with its heading and neighbours.
 
 ``--max-test-docs N`` first samples at most N papers of each test fold
@@ -347,7 +348,7 @@ def new_encoder_vectors(train_docs, test_docs, args, *, test_rows: List[Dict], h
     labelled = sum(g is not None for g in gold)
     papers = bool(paper_rows(as_X(train_docs[:1])).any())  # full papers (MuLMS-AZ, ART), else abstracts
     head = VectorHead(width=args.trunk_width, loss=registry.misc.get(f"spacy_rhetoric.{args.trunk_loss}.v1")(),
-                      weight=args.trunk_weight)
+                      weight=args.trunk_weight, pooling=args.trunk_pooling)
     member = finetuned_expert(MODEL, epochs=args.steps * args.batch_size / max(1, labelled),
                               batch_size=args.batch_size, seed=args.seed, vectors=head,
                               docs="papers" if papers else "others")
@@ -435,6 +436,8 @@ def _int_list(text: str) -> List[int]:
 
 
 def parse_args(argv=None):
+    from spacy_rhetoric.ml.finetuned import POOLINGS
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--corpora", default=",".join(CORPORA), help="comma-separated: " + ", ".join(CORPORA))
@@ -452,6 +455,8 @@ def parse_args(argv=None):
     parser.add_argument("--trunk-loss", default="MultiSimilarityLoss", help="its metric loss (spacy_rhetoric.<name>.v1)")
     parser.add_argument("--trunk-weight", type=float, default=1.0, help="its loss weight beside the cross-entropy")
     parser.add_argument("--trunk-width", type=int, default=256, help="its vector width")
+    parser.add_argument("--trunk-pooling", choices=POOLINGS, default="sentence",
+                        help="what its vector head averages (VectorHead.pooling; configs/classifier.cfg: sentence)")
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
