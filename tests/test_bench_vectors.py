@@ -183,7 +183,6 @@ def test_a_fold_gets_the_same_sample_whichever_folds_are_run():
 def test_the_trunk_row_pools_as_the_shipped_config_unless_told(monkeypatch, argv, pooling):
     """--trunk-pooling (default: the sentence's own word pieces, as configs/classifier.cfg) reaches the vector head."""
     import spacy_rhetoric.ml.finetuned as finetuned
-
     from spacy_rhetoric.resources import config_path
 
     assert f'pooling = "{pooling}"' in config_path("classifier").read_text(encoding="utf8") or argv
