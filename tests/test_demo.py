@@ -102,14 +102,6 @@ def test_the_classifier_is_scored_once_on_the_whole_dev_set(tiny_models):
     assert "rhetoric_function_classifier_loss" in performance
 
 
-def test_train_then_evaluate_refuses_averaged_weights(tmp_path):
-    config = tmp_path / "averaged.cfg"
-    config.write_text(config_path("classifier").read_text(encoding="utf8").replace(
-        "use_averages = false", "use_averages = true"), encoding="utf8")
-    with pytest.raises(demo.DemoError, match="use_averages"):
-        demo.train_then_evaluate(config, tmp_path / "out", {"paths.train": "x", "paths.dev": "y"})
-
-
 @pytest.mark.slow  # trains (tiny_models)
 def test_trained_models_are_reused(tiny_models, capsys):
     data, output, classifier, encoder = tiny_models

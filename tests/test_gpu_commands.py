@@ -164,12 +164,15 @@ def test_demo_trains_on_the_gpu_it_is_given(monkeypatch, tmp_path):
         def poll(self):
             return 0
 
+    evaluated = []
     monkeypatch.setattr(spacy.cli.train, "train", train)
     monkeypatch.setattr(subprocess, "Popen", Popen)
     monkeypatch.setattr(demo.os, "setpriority", lambda *args: None, raising=False)
+    # the classifier's one evaluation on the dev set, after its training (on the ops that training set up)
+    monkeypatch.setattr(demo, "evaluate_on_dev", lambda model: evaluated.append(model.parent.name))
     data = _tiny_demo_data(tmp_path / "data")
     demo.train_demo_models(data, tmp_path / "bg", classifier_steps=1, encoder_steps=1, background=True, gpu_id=0)
-    assert trained == [("classifier", 0)]
+    assert trained == [("classifier", 0)] and evaluated == ["classifier"]
     assert commands[0][commands[0].index("--gpu-id") + 1] == "0"
     demo.train_demo_models(data, tmp_path / "fg", classifier_steps=1, encoder_steps=1, background=False, gpu_id=0)
     assert trained[1:] == [("classifier", 0), ("encoder", 0)]

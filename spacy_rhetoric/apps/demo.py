@@ -211,31 +211,30 @@ def end_evaluation_overrides(steps: int) -> Dict[str, Any]:
 
 
 def train_then_evaluate(config: Path, output: Path, overrides: Dict[str, Any], *, gpu_id: int = -1) -> Path:
-    """What ``spacy.cli.train.train`` does (spaCy's own ``init_nlp`` and
-    training loop), then one evaluation of the trained pipeline on the whole
-    dev corpus (``corpora.dev`` without its ``limit``), whose scores replace
-    the ``performance`` of ``model-last/meta.json`` as spaCy's loop writes
-    them (the ``training.score_weights`` metrics). With
-    :func:`end_evaluation_overrides` the dev set is read once, at the end,
-    where spaCy would read it twice. Needs ``use_averages = false`` (the
-    pipeline in memory is then the one saved)."""
+    """``spacy.cli.train.train``, then :func:`evaluate_on_dev` of the saved
+    ``model-last``. With :func:`end_evaluation_overrides` the dev set is read
+    once, at the end, where spaCy's loop would read it twice."""
+    from spacy.cli.train import train
+
+    train(config, output, use_gpu=gpu_id, overrides=overrides)
+    model = output / "model-last"
+    evaluate_on_dev(model)
+    return model
+
+
+def evaluate_on_dev(model: Path) -> Dict[str, Any]:
+    """Score the trained pipeline ``model`` on its whole dev corpus (its
+    config's ``corpora.dev`` without the ``limit``) and put the scores in its
+    meta.json ``performance`` as spaCy's loop writes them (the
+    ``training.score_weights`` metrics, beside the losses of its last step);
+    returns that ``performance``."""
     from spacy import util
-    from spacy.cli._util import setup_gpu
-    from spacy.training.initialize import init_nlp
-    from spacy.training.loop import train as train_nlp
 
     from ..io import atomic_write_json
 
-    output.mkdir(parents=True, exist_ok=True)
-    setup_gpu(gpu_id)
-    cfg = util.load_config(config, overrides=overrides, interpolate=False)
-    if cfg["training"]["optimizer"].get("use_averages"):
-        raise DemoError(f"{config}: an evaluation at the end needs training.optimizer.use_averages = false")
-    nlp = init_nlp(cfg, use_gpu=gpu_id)
-    nlp, model = train_nlp(nlp, output, use_gpu=gpu_id)
+    nlp = spacy.load(model)
     resolved = nlp.config.interpolate()
-    dev_name = resolved["training"]["dev_corpus"]
-    section, key = dev_name.split(".", 1)
+    section, key = resolved["training"]["dev_corpus"].split(".", 1)
     reader = util.registry.resolve({"dev": {**resolved[section][key], "limit": 0}})["dev"]
     started = time.perf_counter()
     scores = nlp.evaluate(reader(nlp))
@@ -244,15 +243,12 @@ def train_then_evaluate(config: Path, output: Path, overrides: Dict[str, Any], *
     performance = {k: v for k, v in meta.get("performance", {}).items() if k.endswith("_loss")}
     weights = resolved["training"]["score_weights"]
     performance.update({metric: scores.get(metric, 0.0) for metric in weights if metric is not None})
-    for metric in ("rhetoric_vector_p_at_1", "rhetoric_vector_map_at_r"):  # the demo prints them
-        if metric in scores:
-            performance[metric] = scores[metric]
     meta["performance"] = performance
     atomic_write_json(meta_path, meta)
     print(f"  evaluated on the whole dev set in {time.perf_counter() - started:.0f} s: "
           + ", ".join(f"{k} {v:.3f}" for k, v in performance.items()
                       if isinstance(v, float) and not k.endswith("_loss") and weights.get(k)))
-    return Path(model)
+    return performance
 
 
 class BackgroundTraining:
