@@ -85,7 +85,7 @@ def test_training_writes_models_with_dev_scores(tiny_models):
 
 @pytest.mark.slow  # trains (tiny_models)
 def test_the_classifier_is_scored_once_on_the_whole_dev_set(tiny_models):
-    """spaCy's loop evaluates on one dev document only (train_then_evaluate);
+    """spaCy's loop evaluates on one dev document only (train_pipeline with evaluate_at_end);
     the scores in meta.json are those of the saved model on the whole dev set."""
     from spacy.util import registry
 

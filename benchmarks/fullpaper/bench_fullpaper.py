@@ -54,7 +54,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy
 
@@ -233,25 +233,34 @@ def zone_vector_rows(docs, fold_vectors: Dict[str, List[Optional[numpy.ndarray]]
     return result
 
 
+def zoned_sentences(docs) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
+    """Per fold of ``docs``: the texts and zones of the sentences with a zone (``fold_sentences``)."""
+    from spacy_rhetoric.extensions import get_doc_value
+
+    texts, zones = {}, {}
+    for fold in [f for f in FOLDS if any(get_doc_value(d, "fold") == f for d in docs)]:
+        fold_texts, fold_zones = fold_sentences(docs, fold)
+        keep = [i for i, z in enumerate(fold_zones) if z]
+        texts[fold], zones[fold] = [fold_texts[i] for i in keep], [str(fold_zones[i]) for i in keep]
+    return texts, zones
+
+
 def raw_vector_rows(docs) -> Dict[str, Any]:
     """``vector_rows`` of plain ``RAW_MODEL`` vectors (``evaluation.metrics.raw_transformer_vectors``, mean
     pooling, offline copy) of the same sentences."""
     from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors
 
-    raw_texts, raw_zones = {}, {}
-    for fold in FOLDS:
-        texts, zones = fold_sentences(docs, fold)
-        keep = [i for i, z in enumerate(zones) if z]
-        raw_texts[fold], raw_zones[fold] = [texts[i] for i in keep], [zones[i] for i in keep]
-    encoded = raw_transformer_vectors([t for fold in FOLDS for t in raw_texts[fold]], RAW_MODEL, progress=False)
+    raw_texts, raw_zones = zoned_sentences(docs)
+    encoded = raw_transformer_vectors([t for fold in raw_texts for t in raw_texts[fold]], RAW_MODEL, progress=False)
     raw_vectors, start = {}, 0
-    for fold in FOLDS:
+    for fold in raw_texts:
         raw_vectors[fold] = list(encoded[start : start + len(raw_texts[fold])])
         start += len(raw_texts[fold])
     result = vector_rows(raw_vectors, raw_zones)
     print(f"raw {RAW_MODEL} vectors by zone: P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}",
           flush=True)
     return result
+
 
 def st_vector_rows(docs, *, steps: int, batch_size: int, seed: int = 0) -> Dict[str, Any]:
     """``vector_rows`` of all-MiniLM-L6-v2 fine-tuned per fold with
@@ -263,14 +272,8 @@ def st_vector_rows(docs, *, steps: int, batch_size: int, seed: int = 0) -> Dict[
         sys.path.insert(0, encoder_dir)
     from bench_vectors import _encode, _minilm, finetune_triplets
 
-    from spacy_rhetoric.extensions import get_doc_value
-
-    folds = [f for f in FOLDS if any(get_doc_value(d, "fold") == f for d in docs)]
-    texts, zones = {}, {}
-    for fold in folds:
-        fold_texts, fold_zones = fold_sentences(docs, fold)
-        keep = [i for i, z in enumerate(fold_zones) if z]
-        texts[fold], zones[fold] = [fold_texts[i] for i in keep], [str(fold_zones[i]) for i in keep]
+    texts, zones = zoned_sentences(docs)
+    folds = list(texts)
     vectors, losses = {}, {}
     for fold in folds:
         train_texts = [t for other in folds if other != fold for t in texts[other]]

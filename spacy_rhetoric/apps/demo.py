@@ -15,7 +15,7 @@ with it, section by section.
   directory). The demo's fine-tune of the classifier's MiniLM member is half
   a pass (``DEMO_CLASSIFIER_SETTINGS``). The trained classifier is scored once,
   on the whole dev set (CSAbstruct dev), at the end
-  (:func:`train_then_evaluate`); spaCy's loop itself only scores one dev
+  (:func:`evaluate_on_dev`); spaCy's loop itself only scores one dev
   document after its first step.
 - Sentence vectors: the classifier's fine-tuned MiniLM member is the trunk of
   two heads, its labels and ``sent._.rhetoric_vector`` (its vector head,
@@ -187,39 +187,29 @@ def train_pipeline(config: Path, output: Path, overrides: Dict[str, Any], *, inp
     scores of its last evaluation, which is the final step). A model already
     in ``output`` trained from the same config, overrides and ``inputs``
     (files, by size and mtime) is reused. ``gpu_id``: spacy train's
-    ``--gpu-id`` (-1 = CPU). ``evaluate_at_end``: :func:`train_then_evaluate`
-    (the overrides then hold ``end_evaluation_overrides``)."""
+    ``--gpu-id`` (-1 = CPU). ``evaluate_at_end``: then :func:`evaluate_on_dev`
+    of the saved model (with ``end_evaluation_overrides`` in ``overrides``,
+    the dev set is read once, at the end, where spaCy's loop would read it
+    twice)."""
     from spacy.cli.train import train
 
     model, wanted = _reused(config, output, overrides, inputs, retrain)
     if model is not None:
         return model
     start = time.perf_counter()
+    train(config, output, use_gpu=gpu_id, overrides=overrides)
     if evaluate_at_end:
-        train_then_evaluate(config, output, overrides, gpu_id=gpu_id)
-    else:
-        train(config, output, use_gpu=gpu_id, overrides=overrides)
+        evaluate_on_dev(output / "model-last")
     return _trained(config, output, wanted, start)
 
 
 def end_evaluation_overrides(steps: int) -> Dict[str, Any]:
-    """For :func:`train_then_evaluate`: spaCy's loop evaluates after its first
-    step and then every ``eval_frequency`` steps; past the last step, and on
-    one dev document, that first evaluation is all it runs (a few seconds
-    instead of a pass over the whole dev set for scores nobody reads)."""
+    """For ``train_pipeline(evaluate_at_end=True)``: spaCy's loop evaluates
+    after its first step and then every ``eval_frequency`` steps; past the
+    last step, and on one dev document, that first evaluation is all it runs
+    (a few seconds instead of a pass over the whole dev set for scores nobody
+    reads)."""
     return {"training.eval_frequency": int(steps) + 1, "corpora.dev.limit": 1}
-
-
-def train_then_evaluate(config: Path, output: Path, overrides: Dict[str, Any], *, gpu_id: int = -1) -> Path:
-    """``spacy.cli.train.train``, then :func:`evaluate_on_dev` of the saved
-    ``model-last``. With :func:`end_evaluation_overrides` the dev set is read
-    once, at the end, where spaCy's loop would read it twice."""
-    from spacy.cli.train import train
-
-    train(config, output, use_gpu=gpu_id, overrides=overrides)
-    model = output / "model-last"
-    evaluate_on_dev(model)
-    return model
 
 
 def evaluate_on_dev(model: Path) -> Dict[str, Any]:
