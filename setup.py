@@ -95,6 +95,7 @@ ENTRY_POINTS = {
     ],
     "spacy_callbacks": [
         "spacy_rhetoric.initialize_frozen.v1 = spacy_rhetoric.ml.transformer:make_initialize_frozen",
+        "spacy_rhetoric.numpy_blas.v1 = spacy_rhetoric.util:make_numpy_blas",
     ],
 }
 

@@ -121,12 +121,13 @@ def torch_device(gpu_id: Optional[int] = None):
 
 def use_device(gpu_id: int):
     """``--gpu-id`` of a command that runs a pipeline (annotate, index, label,
-    render, demo), as spaCy's own CLI: ``-1`` leaves spaCy's ops as they are
-    (the CPU); ``N >= 0`` checks the device (:func:`torch_device`, one line
-    when torch cannot see it) and calls ``spacy.require_gpu(N)``, so the
-    pipelines loaded afterwards run their thinc models on GPU N and the
-    torch-side models (``torch_device()``) follow. Call it before
-    ``spacy.load``. Returns the torch device."""
+    render, demo), as spaCy's own CLI: ``-1`` keeps the CPU, with numpy's
+    BLAS for thinc's matrix products (:func:`use_numpy_blas`); ``N >= 0``
+    checks the device (:func:`torch_device`, one line when torch cannot see
+    it) and calls ``spacy.require_gpu(N)``, so the pipelines loaded afterwards
+    run their thinc models on GPU N and the torch-side models
+    (``torch_device()``) follow. Call it before ``spacy.load``. Returns the
+    torch device."""
     device = torch_device(gpu_id)
     if int(gpu_id) >= 0:
         try:
@@ -134,7 +135,50 @@ def use_device(gpu_id: int):
         except ValueError as err:  # torch sees the GPU, thinc cannot use it (e.g. no cupy)
             raise RhetoricError(f"--gpu-id {gpu_id}: spaCy cannot use the GPU ({err}); install cupy for its "
                                 "CUDA version (pip install 'spacy[cuda12x]'), or use --gpu-id -1 for the CPU") from err
+    else:
+        use_numpy_blas()
     return device
+
+
+# Set (to anything but "" or "0") to keep thinc's own blis for the CPU's matrix products.
+BLIS_ENV = "SPACY_RHETORIC_BLIS"
+
+
+def use_numpy_blas() -> bool:
+    """On the CPU, make spaCy's current ops ``NumpyOps(use_blis=False)``:
+    thinc's layers (tok2vec, the parser, the classifier's network) then
+    multiply matrices with numpy's BLAS (OpenBLAS, which picks its kernels
+    for the CPU it runs on, and uses ``OMP_NUM_THREADS`` threads) instead of
+    the blis thinc ships, which falls back to generic kernels on a CPU it
+    does not know (a virtual machine's "AMD EPYC": 3x slower per product,
+    RESULTS.md). Only thinc's default ``NumpyOps`` with blis is replaced:
+    GPU ops (``spacy.require_gpu``), Apple's ops and ops someone set are
+    kept, and so is blis when ``$SPACY_RHETORIC_BLIS`` is set. Models take
+    the current ops when they are built: call it before ``spacy.load`` or
+    ``spacy train`` (the ``spacy_rhetoric.numpy_blas.v1`` callback does, from
+    a config). Returns True when it replaced the ops."""
+    from thinc.api import NumpyOps, get_current_ops, set_current_ops
+
+    if os.environ.get(BLIS_ENV, "") not in ("", "0"):
+        return False
+    ops = get_current_ops()
+    if type(ops) is NumpyOps and ops.use_blis:
+        set_current_ops(NumpyOps(use_blis=False))
+        return True
+    return False
+
+
+@registry.callbacks("spacy_rhetoric.numpy_blas.v1")
+def make_numpy_blas():
+    """An ``[nlp.before_creation]`` callback: :func:`use_numpy_blas` before
+    the pipeline's models are built, under ``spacy train`` and ``spacy.load``
+    alike (a no-op on a GPU)."""
+
+    def numpy_blas(lang_cls):
+        use_numpy_blas()
+        return lang_cls
+
+    return numpy_blas
 
 
 def pipeline_gpu() -> int:

@@ -250,11 +250,25 @@ def check_pipeline_output(output: Union[str, Path], inputs: Sequence[Union[str, 
     return output
 
 
+# The saved pipeline's [nlp.before_creation]: spacy.load then builds its thinc models with numpy's BLAS on the CPU.
+CPU_OPS_CALLBACK = {"@callbacks": "spacy_rhetoric.numpy_blas.v1"}
+
+
 def save_pipeline(nlp: Language, output: Union[str, Path]) -> Path:
     """``nlp.to_disk`` into a temporary directory renamed to ``output``
-    (check it first with ``check_pipeline_output``)."""
+    (check it first with ``check_pipeline_output``). Its config's
+    ``[nlp.before_creation]`` is ``CPU_OPS_CALLBACK`` where it named none
+    (the parser's config comes without one), so that ``spacy.load`` of the
+    pipeline on the CPU runs thinc's layers with numpy's BLAS
+    (``util.use_numpy_blas``)."""
+    from spacy.util import load_config
+
     output = Path(output)
     with atomic_dir(output) as tmp:
         nlp.to_disk(tmp)
+        config = load_config(tmp / "config.cfg", interpolate=False)
+        if config["nlp"].get("before_creation") is None:
+            config["nlp"]["before_creation"] = dict(CPU_OPS_CALLBACK)
+            config.to_disk(tmp / "config.cfg")
     return output
 
