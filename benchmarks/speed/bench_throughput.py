@@ -23,7 +23,8 @@ Three sides, in one process, on the same sentences:
 
 Each side runs twice, the order alternating (annotate, encode, tfidf, then
 tfidf, encode, annotate); the table gives both runs and their median, and the
-ratio annotate / encode. Threads (torch, OMP/MKL variables), the load average
+ratio annotate / encode. Threads (torch, OMP/MKL variables), thinc's ops (numpy's
+BLAS or blis, ``util.use_numpy_blas``; ``SPACY_RHETORIC_BLIS=1`` for blis), the load average
 before and after each run and the machine are written with the figures.
 ``--gpu-id N``: ``util.use_device(N)`` first (``spacy.require_gpu``: the
 pipeline and the encoder on GPU N; scikit-learn stays on the CPU), and every
@@ -66,6 +67,17 @@ def threads() -> Dict[str, Any]:
 
     return {"torch.get_num_threads": torch.get_num_threads(),
             **{name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
+
+
+def thinc_ops() -> Dict[str, Any]:
+    """spaCy's current ops: which matrix products thinc's layers ran with
+    (``util.use_numpy_blas``: numpy's BLAS unless ``$SPACY_RHETORIC_BLIS``)."""
+    from thinc.api import get_current_ops
+
+    from spacy_rhetoric.util import BLIS_ENV
+
+    ops = get_current_ops()
+    return {"ops": type(ops).__name__, "use_blis": getattr(ops, "use_blis", None), BLIS_ENV: os.environ.get(BLIS_ENV)}
 
 
 def paper_inputs(data: Path) -> List[Path]:
@@ -201,7 +213,8 @@ def main() -> int:
     median = {side: round(statistics.median(r["sentences_per_second"] for r in rs), 2) for side, rs in runs.items()}
     report = {
         "benchmark": "bench_throughput", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "device": device, "gpu_id": args.gpu_id, "threads": threads(), "machine": platform.platform(),
+        "device": device, "gpu_id": args.gpu_id, "threads": threads(), "thinc_ops": thinc_ops(),
+        "machine": platform.platform(),
         "python": platform.python_version(), "torch": torch.__version__, "spacy_rhetoric": spacy_rhetoric.__version__,
         "command": " ".join(sys.argv), "inputs": [str(p) for p in inputs],
         "pipeline": pipeline_description(pipeline),
@@ -217,7 +230,8 @@ def main() -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf8")
-    print(f"\n{len(sentences)} sentences of {runs['annotate'][0]['papers']} papers; {device}; threads {threads()}")
+    print(f"\n{len(sentences)} sentences of {runs['annotate'][0]['papers']} papers; {device}; threads {threads()}; "
+          f"thinc ops {thinc_ops()}")
     print(f"pipeline {pipeline}: {', '.join(report['pipeline']['pipeline'])}")
     print("| side | device | run 1 | run 2 | median sentences/s | ratio annotate / side |")
     print("| --- | --- | --- | --- | --- | --- |")
