@@ -121,8 +121,10 @@ def torch_device(gpu_id: Optional[int] = None):
 
 def use_device(gpu_id: int):
     """``--gpu-id`` of a command that runs a pipeline (annotate, index, label,
-    render, demo), as spaCy's own CLI: ``-1`` keeps the CPU, with numpy's
-    BLAS for thinc's matrix products (:func:`use_numpy_blas`); ``N >= 0``
+    render, demo), as spaCy's own CLI: ``-1`` leaves spaCy's ops as they are
+    (the CPU; a pipeline whose config names ``spacy_rhetoric.numpy_blas.v1``
+    then builds its models with numpy's BLAS, :func:`use_numpy_blas`, in
+    every process that loads it); ``N >= 0``
     checks the device (:func:`torch_device`, one line when torch cannot see
     it) and calls ``spacy.require_gpu(N)``, so the pipelines loaded afterwards
     run their thinc models on GPU N and the torch-side models
@@ -135,8 +137,6 @@ def use_device(gpu_id: int):
         except ValueError as err:  # torch sees the GPU, thinc cannot use it (e.g. no cupy)
             raise RhetoricError(f"--gpu-id {gpu_id}: spaCy cannot use the GPU ({err}); install cupy for its "
                                 "CUDA version (pip install 'spacy[cuda12x]'), or use --gpu-id -1 for the CPU") from err
-    else:
-        use_numpy_blas()
     return device
 
 
@@ -154,9 +154,11 @@ def use_numpy_blas() -> bool:
     RESULTS.md). Only thinc's default ``NumpyOps`` with blis is replaced:
     GPU ops (``spacy.require_gpu``), Apple's ops and ops someone set are
     kept, and so is blis when ``$SPACY_RHETORIC_BLIS`` is set. Models take
-    the current ops when they are built: call it before ``spacy.load`` or
-    ``spacy train`` (the ``spacy_rhetoric.numpy_blas.v1`` callback does, from
-    a config). Returns True when it replaced the ops."""
+    the current ops when they are built: the ``spacy_rhetoric.numpy_blas.v1``
+    callback calls it from a config, before ``spacy train`` or ``spacy.load``
+    builds them, so a pipeline computes the same floats in every process
+    that loads it (a command, a worker). Returns True when it replaced the
+    ops."""
     from thinc.api import NumpyOps, get_current_ops, set_current_ops
 
     if os.environ.get(BLIS_ENV, "") not in ("", "0"):

@@ -1,8 +1,8 @@
 """util.use_numpy_blas and the spacy_rhetoric.numpy_blas.v1 callback: on the
 CPU, thinc's layers multiply matrices with numpy's BLAS instead of blis, from
-our commands (use_device), from a config's [nlp.before_creation] under spacy
-train and spacy.load, and from a pipeline save_pipeline wrote; GPU ops,
-other ops and $SPACY_RHETORIC_BLIS are left alone."""
+a config's [nlp.before_creation] under spacy train and spacy.load, and from a
+pipeline save_pipeline wrote; GPU ops, other ops and $SPACY_RHETORIC_BLIS are
+left alone, and so is --gpu-id -1 (use_device)."""
 import numpy
 import pytest
 import spacy
@@ -67,9 +67,10 @@ def test_other_ops_are_kept(blis_ops):
     assert get_current_ops() is base
 
 
-def test_use_device_cpu_switches(blis_ops):
+def test_use_device_cpu_leaves_the_ops_to_the_pipeline(blis_ops):
+    """--gpu-id -1: the pipeline's config decides (a command and its workers then compute alike)."""
     use_device(-1)
-    assert not get_current_ops().use_blis
+    assert get_current_ops().use_blis
 
 
 def test_callback_builds_models_with_numpy_blas(blis_ops):
@@ -111,3 +112,4 @@ def test_save_pipeline_keeps_a_callback_it_names(blis_ops, tmp_path):
     loaded = spacy.load(tmp_path / "a")
     save_pipeline(loaded, tmp_path / "b")  # the loaded pipeline already names it: written once, unchanged
     assert load_config(tmp_path / "b" / "config.cfg", interpolate=False)["nlp"] == first["nlp"]
+
