@@ -122,14 +122,13 @@ def torch_device(gpu_id: Optional[int] = None):
 def use_device(gpu_id: int):
     """``--gpu-id`` of a command that runs a pipeline (annotate, index, label,
     render, demo), as spaCy's own CLI: ``-1`` leaves spaCy's ops as they are
-    (the CPU; a pipeline whose config names ``spacy_rhetoric.numpy_blas.v1``
-    then builds its models with numpy's BLAS, :func:`use_numpy_blas`, in
-    every process that loads it); ``N >= 0``
-    checks the device (:func:`torch_device`, one line when torch cannot see
-    it) and calls ``spacy.require_gpu(N)``, so the pipelines loaded afterwards
-    run their thinc models on GPU N and the torch-side models
-    (``torch_device()``) follow. Call it before ``spacy.load``. Returns the
-    torch device."""
+    (the CPU; a pipeline whose config names ``NUMPY_BLAS_CALLBACK`` then
+    builds its models with numpy's BLAS, :func:`use_numpy_blas`, in every
+    process that loads it); ``N >= 0`` checks the device (:func:`torch_device`,
+    one line when torch cannot see it) and calls ``spacy.require_gpu(N)``, so
+    the pipelines loaded afterwards run their thinc models on GPU N and the
+    torch-side models (``torch_device()``) follow. Call it before
+    ``spacy.load``. Returns the torch device."""
     device = torch_device(gpu_id)
     if int(gpu_id) >= 0:
         try:
@@ -142,6 +141,8 @@ def use_device(gpu_id: int):
 
 # Set (to anything but "" or "0") to keep thinc's own blis for the CPU's matrix products.
 BLIS_ENV = "SPACY_RHETORIC_BLIS"
+# The registered name of make_numpy_blas, as a config's [nlp.before_creation] names it.
+NUMPY_BLAS_CALLBACK = "spacy_rhetoric.numpy_blas.v1"
 
 
 def use_numpy_blas() -> bool:
@@ -151,10 +152,10 @@ def use_numpy_blas() -> bool:
     for the CPU it runs on, and uses ``OMP_NUM_THREADS`` threads) instead of
     the blis thinc ships, which falls back to generic kernels on a CPU it
     does not know (a virtual machine's "AMD EPYC": 3x slower per product,
-    RESULTS.md). Only thinc's default ``NumpyOps`` with blis is replaced:
+    docs/notes/benchmark-log.md). Only thinc's default ``NumpyOps`` with blis is replaced:
     GPU ops (``spacy.require_gpu``), Apple's ops and ops someone set are
     kept, and so is blis when ``$SPACY_RHETORIC_BLIS`` is set. Models take
-    the current ops when they are built: the ``spacy_rhetoric.numpy_blas.v1``
+    the current ops when they are built: the ``NUMPY_BLAS_CALLBACK``
     callback calls it from a config, before ``spacy train`` or ``spacy.load``
     builds them, so a pipeline computes the same floats in every process
     that loads it (a command, a worker). Returns True when it replaced the
@@ -170,7 +171,7 @@ def use_numpy_blas() -> bool:
     return False
 
 
-@registry.callbacks("spacy_rhetoric.numpy_blas.v1")
+@registry.callbacks(NUMPY_BLAS_CALLBACK)
 def make_numpy_blas():
     """An ``[nlp.before_creation]`` callback: :func:`use_numpy_blas` before
     the pipeline's models are built, under ``spacy train`` and ``spacy.load``

@@ -32,7 +32,7 @@ from ..errors import RhetoricError
 from ..extensions import VECTOR
 from ..io import PathError, atomic_dir, check_input, check_output
 from ..ml.experts import vector_width
-from ..util import load_parser
+from ..util import NUMPY_BLAS_CALLBACK, load_parser
 
 CLASSIFIER = "rhetoric_function_classifier"
 ENCODER = "rhetoric_sentence_encoder"
@@ -251,7 +251,7 @@ def check_pipeline_output(output: Union[str, Path], inputs: Sequence[Union[str, 
 
 
 # The saved pipeline's [nlp.before_creation]: spacy.load then builds its thinc models with numpy's BLAS on the CPU.
-CPU_OPS_CALLBACK = {"@callbacks": "spacy_rhetoric.numpy_blas.v1"}
+CPU_OPS_CALLBACK = {"@callbacks": NUMPY_BLAS_CALLBACK}
 
 
 def save_pipeline(nlp: Language, output: Union[str, Path]) -> Path:
