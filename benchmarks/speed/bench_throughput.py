@@ -28,7 +28,10 @@ BLAS or blis, ``util.use_numpy_blas``; ``SPACY_RHETORIC_BLIS=1`` for blis), the 
 before and after each run and the machine are written with the figures.
 ``--gpu-id N``: ``util.use_device(N)`` first (``spacy.require_gpu``: the
 pipeline and the encoder on GPU N; scikit-learn stays on the CPU), and every
-figure is labelled with ``torch.cuda.get_device_name(N)``.
+figure is labelled with ``torch.cuda.get_device_name(N)``. ``--components``:
+then a component-wise pass (``component_seconds``: reading the papers, then
+each component's ``pipe`` timed on the previous one's output) says where the
+time goes.
 
     OMP_NUM_THREADS=2 python benchmarks/speed/bench_throughput.py --pipeline .demo/pipeline \
         --out benchmarks/speed/results/throughput.json [--gpu-id 0]
@@ -130,6 +133,45 @@ def timed(run: Callable[[], Any]) -> Dict[str, Any]:
             "loadavg_1min_after": round(os.getloadavg()[0], 2), **extra}
 
 
+def component_seconds(pipeline: Path, inputs: List[Path], batch_size: int, gpu_id: int, limit: int = 0) -> Dict[str, Any]:
+    """Where ``annotate``'s time goes: the papers read into Docs (timed), then
+    each component's ``pipe`` timed on the previous one's output, batches of
+    ``batch_size`` papers (sentence splitters disabled, as ``annotate`` does;
+    the GPU synchronised after each component). Two passes over freshly read
+    Docs; the second is reported (the first pays first-call costs)."""
+    from spacy_rhetoric.apps.annotate import expected_files, kind_of, load_pipeline, read_docs
+    from spacy_rhetoric.corpus_builder.inputs import discover_inputs
+    from spacy_rhetoric.readers.common import sentence_splitters
+
+    def sync() -> None:
+        if gpu_id >= 0:
+            import torch
+
+            torch.cuda.synchronize(gpu_id)
+
+    nlp = load_pipeline(pipeline)
+    files = discover_inputs(inputs, limit=limit, kind_of=kind_of("auto"), expected=expected_files("auto"),
+                            skip_hidden=True)
+    skip = set(sentence_splitters(nlp))
+    passes = []
+    for _ in range(2):
+        start = time.perf_counter()
+        docs = [doc for inp in files for doc in read_docs(inp, nlp)]
+        seconds = {"read": round(time.perf_counter() - start, 3)}
+        for name, proc in nlp.pipeline:
+            if name in skip:
+                continue
+            sync()
+            start = time.perf_counter()
+            docs = list(proc.pipe(docs, batch_size=batch_size)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+            sync()
+            seconds[name] = round(time.perf_counter() - start, 3)
+        passes.append(seconds)
+    n_sents = sum(1 for doc in docs for _ in doc.sents)
+    return {"sentences": n_sents, "docs": len(docs), "seconds": passes[-1], "first_pass_seconds": passes[0],
+            "total_seconds": round(sum(passes[-1].values()), 3)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -141,6 +183,8 @@ def main() -> int:
     parser.add_argument("--encode-batch-size", type=int, default=32)
     parser.add_argument("--limit", type=int, default=0, help="only the first N paper files (0: all)")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    parser.add_argument("--components", action="store_true",
+                        help="also time each component's pipe on the same papers (component_seconds)")
     args = parser.parse_args()
 
     pipeline = args.pipeline or ROOT / ".demo" / "pipeline"
@@ -207,6 +251,7 @@ def main() -> int:
                 runs[side].append(timed(sides[side]))
                 print(f"  {side} run {round_no + 1}: {runs[side][-1]['sentences_per_second']} sentences/s",
                       flush=True)
+        breakdown = component_seconds(pipeline, inputs, args.batch_size, args.gpu_id, args.limit) if args.components else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -227,6 +272,8 @@ def main() -> int:
         "ratio_annotate_over_encode": round(median["annotate"] / median["encode"], 3),
         "ratio_annotate_over_tfidf": round(median["annotate"] / median["tfidf"], 4),
     }
+    if breakdown:
+        report["component_seconds"] = breakdown
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf8")
@@ -241,6 +288,9 @@ def main() -> int:
     wall = [r["sentences_per_second_wall"] for r in runs["annotate"]]
     print(f"annotate, whole call (pipeline load and merge included): {wall[0]} / {wall[1]} sentences/s")
     print(f"ratio annotate / encode: {report['ratio_annotate_over_encode']}")
+    if breakdown:
+        print(f"component-wise pass ({breakdown['sentences']} sentences, seconds): "
+              + ", ".join(f"{name} {sec}" for name, sec in breakdown["seconds"].items()))
     return 0
 
 
