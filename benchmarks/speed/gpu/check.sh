@@ -57,7 +57,8 @@ print(m.encode(['We propose a parser.']).shape, m.device)" ;;
     OUT=${2:?run OUT}; mkdir -p "$OUT"; need .gpu/hf/hub "model"; need .demo/pipeline/config.cfg "the pipeline"
     timeout 280 python3 benchmarks/speed/bench_throughput.py --gpu-id 0 --pipeline .demo/pipeline --data .gpu/data --components \
         --out "$OUT/throughput_gpu.json" 2>&1 | tee "$OUT/bench_throughput.log" | grep -v -i warning
-    /usr/bin/time -v timeout 120 python3 -m spacy_rhetoric annotate .demo/pipeline .gpu/data/paper-formats \
+    TIME=(); [ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)
+    "${TIME[@]}" timeout 120 python3 -m spacy_rhetoric annotate .demo/pipeline .gpu/data/paper-formats \
         -o /tmp/gpu-check-annotate --gpu-id 0 > "$OUT/annotate.log" 2>&1; echo "annotate exit $?"; tail -25 "$OUT/annotate.log"
     timeout 180 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_devices.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -15 ;;
   *) echo "usage: check.sh install-a | install-b | model | run OUT" >&2; exit 2 ;;
