@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks, in steps that each need only one part of bundle.sh's output on the GPU machine
-# (parts arrive one per transfer; installed parts stay in .gpu/site and .gpu/hf of the checkout):
+# (parts arrive one per transfer; what is installed, and the data, stay outside the checkout, in /tmp):
 #   bash benchmarks/speed/gpu/check.sh install-a   # .gpu/wheels-a present
 #   bash benchmarks/speed/gpu/check.sh install-b   # .gpu/wheels-b, .gpu/data present
 #   bash benchmarks/speed/gpu/check.sh model       # .gpu/model present: float32 copy in a Hugging Face cache
@@ -10,18 +10,20 @@
 # step of every shipped config).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-export PYTHONPATH=$PWD:$PWD/.gpu/site HF_HOME=$PWD/.gpu/hf HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+# installed parts live outside the checkout (the checkout is re-synced at each transfer)
+SITE=${GPU_SITE:-/tmp/gpu-site} HFDIR=${GPU_HF_HOME:-/tmp/gpu-hf} DATA=${GPU_DATA:-/tmp/gpu-data}
+export PYTHONPATH=$PWD:$SITE HF_HOME=$HFDIR HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
        TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
-PIP=(python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target .gpu/site)
+PIP=(python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE")
 need() { [ -e "$1" ] || { echo "missing $1 (${2:-an earlier step}): this machine did not keep it" >&2; exit 3; }; }
 case "${1:-}" in
   install-a)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
     python3 -c "import sys, torch, cupy; print(sys.version.split()[0], torch.__version__, cupy.__version__, torch.cuda.get_device_name(0))"
-    need .gpu/wheels-a "bundle.sh"; mkdir -p .gpu/site && "${PIP[@]}" .gpu/wheels-a/*.whl ;;
+    need .gpu/wheels-a "bundle.sh"; mkdir -p "$SITE" && "${PIP[@]}" .gpu/wheels-a/*.whl ;;
   install-b)
-    need .gpu/site/spacy "install-a"; need .gpu/wheels-b "bundle.sh"
-    "${PIP[@]}" .gpu/wheels-b/*.whl && rm -rf .gpu/site/spacy_rhetoric  # the checkout's package runs; its dist-info gives the entry points
+    need "$SITE"/spacy "install-a"; need .gpu/wheels-b "bundle.sh"
+    rm -rf "$DATA" && cp -r .gpu/data "$DATA" && "${PIP[@]}" .gpu/wheels-b/*.whl && rm -rf "$SITE"/spacy_rhetoric  # the checkout's package runs; its dist-info gives the entry points
     python3 -c "
 import spacy, thinc, transformers, sentence_transformers, spacy_rhetoric
 from spacy.util import registry
@@ -30,12 +32,12 @@ spacy.require_gpu(0)
 print('spacy', spacy.__version__, 'thinc', thinc.__version__, 'transformers', transformers.__version__,
       'sentence-transformers', sentence_transformers.__version__, spacy_rhetoric.__file__)" ;;
   model)
-    need .gpu/site/transformers "install-b"; need .gpu/model/model16.safetensors "bundle.sh"
+    need "$SITE"/transformers "install-b"; need .gpu/model/model16.safetensors "bundle.sh"
     python3 - <<'PY'
 import os, shutil
 from safetensors.torch import load_file, save_file
 rev = "0" * 40
-base = ".gpu/hf/hub/models--sentence-transformers--all-MiniLM-L6-v2"
+base = os.environ["HF_HOME"] + "/hub/models--sentence-transformers--all-MiniLM-L6-v2"
 snap = f"{base}/snapshots/{rev}"
 os.makedirs(snap, exist_ok=True); os.makedirs(f"{base}/refs", exist_ok=True)
 with open(f"{base}/refs/main", "w") as f:
@@ -54,11 +56,11 @@ from sentence_transformers import SentenceTransformer
 m = SentenceTransformer('sentence-transformers/all-MiniLM-L6-v2', device='cuda')
 print(m.encode(['We propose a parser.']).shape, m.device)" ;;
   run)
-    OUT=${2:?run OUT}; mkdir -p "$OUT"; need .gpu/hf/hub "model"; need .demo/pipeline/config.cfg "the pipeline"
-    timeout 280 python3 benchmarks/speed/bench_throughput.py --gpu-id 0 --pipeline .demo/pipeline --data .gpu/data --components \
+    OUT=${2:?run OUT}; mkdir -p "$OUT"; need "$HFDIR"/hub "model"; need .demo/pipeline/config.cfg "the pipeline"
+    timeout 280 python3 benchmarks/speed/bench_throughput.py --gpu-id 0 --pipeline .demo/pipeline --data "$DATA" --components \
         --out "$OUT/throughput_gpu.json" 2>&1 | tee "$OUT/bench_throughput.log" | grep -v -i warning
     TIME=(); [ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)
-    "${TIME[@]}" timeout 120 python3 -m spacy_rhetoric annotate .demo/pipeline .gpu/data/paper-formats \
+    "${TIME[@]}" timeout 120 python3 -m spacy_rhetoric annotate .demo/pipeline "$DATA"/paper-formats \
         -o /tmp/gpu-check-annotate --gpu-id 0 > "$OUT/annotate.log" 2>&1; echo "annotate exit $?"; tail -25 "$OUT/annotate.log"
     timeout 180 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_devices.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -15 ;;
   *) echo "usage: check.sh install-a | install-b | model | run OUT" >&2; exit 2 ;;
