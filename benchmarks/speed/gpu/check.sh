@@ -5,6 +5,7 @@
 #   bash benchmarks/speed/gpu/check.sh install-b   # .gpu/wheels-b, .gpu/data present
 #   bash benchmarks/speed/gpu/check.sh model       # .gpu/model present: float32 copy in a Hugging Face cache
 #   bash benchmarks/speed/gpu/check.sh run OUT     # .demo/pipeline present: the checks, logs and JSON in OUT
+#   bash benchmarks/speed/gpu/check.sh tests OUT   # after `model`: pytest -m gpu alone (4 workers), log in OUT
 # `run`: bench_throughput.py --gpu-id 0 (annotate against plain MiniLM encode and TF-IDF + LogReg, each
 # twice), `annotate --gpu-id 0` as a user runs it, and `pytest -m gpu` (one `spacy train --gpu-id 0`
 # step of every shipped config).
@@ -16,6 +17,10 @@ export PYTHONPATH=$PWD:$SITE HF_HOME=$HFDIR HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLIN
        TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 PIP=(python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE")
 need() { [ -e "$1" ] || { echo "missing $1 (${2:-an earlier step}): this machine did not keep it" >&2; exit 3; }; }
+gpu_tests() {  # OUT: every gpu-marked test, one `spacy train --gpu-id 0` step per shipped config
+  timeout 240 python3 -m pytest -q -rA --durations=0 -p no:cacheprovider -n 4 -m gpu tests/test_devices.py 2>&1 \
+      | tee "$1/pytest_gpu.log" | grep -v -i warning | tail -40
+}
 case "${1:-}" in
   install-a)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
@@ -62,6 +67,8 @@ print(m.encode(['We propose a parser.']).shape, m.device)" ;;
     TIME=(); [ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)
     "${TIME[@]}" timeout 120 python3 -m spacy_rhetoric annotate .demo/pipeline "$DATA"/paper-formats \
         -o /tmp/gpu-check-annotate --gpu-id 0 > "$OUT/annotate.log" 2>&1; echo "annotate exit $?"; tail -25 "$OUT/annotate.log"
-    timeout 180 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_devices.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -15 ;;
-  *) echo "usage: check.sh install-a | install-b | model | run OUT" >&2; exit 2 ;;
+    gpu_tests "$OUT" ;;
+  tests)
+    OUT=${2:?tests OUT}; mkdir -p "$OUT"; need "$HFDIR"/hub "model"; gpu_tests "$OUT" ;;
+  *) echo "usage: check.sh install-a | install-b | model | run OUT | tests OUT" >&2; exit 2 ;;
 esac
