@@ -7,7 +7,8 @@
 # by bench_fullpaper.py --cv-dir and bench_fields.py --cv-dir. ART is CC BY-NC: so are models trained on it.
 # CORESC=only: the CoreSC classifier (configs/coresc_classifier.cfg, the 11 concepts as the fine label) on the
 # ART papers alone, per ART fold fold1..fold5 (held out: <fold>/heldout.spacy), scored by
-# bench_fields.py --coresc-cv-dir. FOLDS="fold1": only those folds.
+# bench_fields.py --coresc-cv-dir. FOLDS="fold1": only those folds. CLSCISUMM=1: also the CL-SciSumm reference
+# papers, their cited sentences labelled by the citances' discourse facets (section_labels --clscisumm), as the demo.
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
 # A fold whose training ended (<fold>/trained) is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
 set -euo pipefail
@@ -18,6 +19,7 @@ PARALLEL=${PARALLEL:-1}
 DATA=${SPACY_RHETORIC_DATA:-../shared/data}
 PY=${PY:-.venv/bin/python}
 CORESC=${CORESC:-0}
+CLSCISUMM=${CLSCISUMM:-0}
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 CONFIG=configs/classifier.cfg
 if [ "$CORESC" = only ]; then
@@ -32,6 +34,7 @@ run_fold() {
   [ -f "$dir/trained" ] && { echo "$fold: done"; return 0; }
   local corpus=(--fullpaper --heldout-folds "$fold")
   [ "$CORESC" = 1 ] && corpus+=(--coresc --coresc-heldout-folds "fold${fold#train}")
+  [ "$CLSCISUMM" = 1 ] && corpus+=(--clscisumm)
   [ "$CORESC" = only ] && corpus=(--coresc-only --heldout-folds "$fold")
   [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" \
       "${corpus[@]}" > "$dir.corpus.json"

@@ -486,3 +486,100 @@ def read_reference_docs(
         yield reference_doc(nlp_or_vocab, paper)
         if limit > 0 and stats.docs >= limit:
             return
+
+
+# --------------------------------------------------------------------------
+# Reference papers labelled by their cited spans' discourse facets
+
+FACET_SOURCE = "cl-scisumm"  # doc._.rhetoric_source of the facet-labelled papers
+# Discourse facet of a cited span -> acceptable coarse labels, the primary one first. A span cited for its
+# method describes the reference paper's own work; in the abstract or introduction such a sentence often
+# states the aim ("We present a parser that ..."), so there objective is accepted too.
+FACET_COARSE = {
+    "method": ("method",), "results": ("result",), "implication": ("result", "other"),
+    "aim": ("objective",), "hypothesis": ("objective",),
+}
+FRONT_SECTIONS = ("abstract", "introduction")
+# A cited sentence under such a heading describes other work: left unlabelled
+OTHERS_WORK = re.compile(r"related work|previous work|prior work|background", re.IGNORECASE)
+
+
+def facet_labels(facets: Sequence[str], section: Optional[str]) -> List[str]:
+    """The acceptable coarse labels of a reference-paper sentence cited with
+    ``facets`` (one per citance that cites it, repeats counted): the most
+    frequent facet's labels first (ties: ``FACETS`` order), then the others';
+    ``[]`` without a known facet, or under a heading of other work
+    (``OTHERS_WORK``: related work, background)."""
+    if section and OTHERS_WORK.search(section):
+        return []
+    counts: Dict[str, int] = {}
+    for facet in facets:
+        if facet in FACET_COARSE:
+            counts[facet] = counts.get(facet, 0) + 1
+    order = sorted(counts, key=lambda f: (-counts[f], FACETS.index(f)))
+    labels: List[str] = []
+    for facet in order:
+        for label in FACET_COARSE[facet]:
+            if label not in labels:
+                labels.append(label)
+    front = re.sub(r"^(?:[\d.]+|[IVX]+\.)\s*", "", (section or "").strip()).lower().rstrip(". ") in FRONT_SECTIONS
+    if labels and labels[0] == "method" and front and "objective" not in labels:
+        labels.append("objective")
+    return labels
+
+
+def facet_doc(nlp_or_vocab: Union[Language, Vocab], paper: ReferencePaper,
+              facets: Dict[str, List[str]]) -> Doc:
+    """The reference paper as one Doc (title kept as ``doc._.rhetoric_title``,
+    not a sentence; each sentence's section title as its heading) whose
+    sentences cited in a task-1a annotation carry gold coarse labels from
+    their discourse facets (``facet_labels``; ``facets``: sid -> the facets of
+    the citances citing it); every other sentence is unlabelled."""
+    from .. import extensions
+    from ..extensions import GOLD_LABELS, HEADING
+
+    sents = [s for s in paper.sentences if s.section != TITLE]
+    golds = [facet_labels(facets.get(s.sid, ()), s.section) for s in sents]
+    doc = doc_from_sentences(nlp_or_vocab, [s.text for s in sents], labels=[g[0] if g else None for g in golds],
+                             sids=[s.sid for s in sents], doc_id=paper.paper_id)
+    spans = list(doc.sents)
+    extensions.set_span_values(doc, GOLD_LABELS, spans, [g or None for g in golds])
+    extensions.set_span_values(doc, HEADING, spans,
+                               ["Abstract" if s.section == ABSTRACT else s.section for s in sents])
+    if paper.title:
+        extensions.set_doc_value(doc, extensions.TITLE, paper.title)
+    extensions.set_doc_value(doc, extensions.SOURCE, FACET_SOURCE)
+    return doc
+
+
+def read_facet_docs(root: Union[str, Path], nlp_or_vocab: Union[Language, Vocab], *,
+                    topics: Optional[Sequence[str]] = None,
+                    stats: Optional[ReadStats] = None) -> Iterator[Doc]:
+    """One ``facet_doc`` per manually annotated topic under ``root`` (the
+    ScisummNet topics, whose facets are ``NA``, are left out; ``topics``:
+    only these topic ids). A reference XML that cannot be read, or a topic
+    without a faceted citance, is skipped and counted in ``stats``."""
+    stats = stats if stats is not None else ReadStats(name=str(root))
+    wanted = set(topics) if topics is not None else None
+    for topic in iter_topics(root):
+        if topic.auto or (wanted is not None and topic.topic_id not in wanted):
+            continue
+        stats.read += 1
+        try:
+            paper = read_reference_xml(topic.reference_xml)
+        except ReaderError as err:
+            stats.skip(err)
+            continue
+        records, _ = read_topic_annotations(topic, stats=stats)
+        facets: Dict[str, List[str]] = {}
+        for rec in records:
+            for sid in rec.reference_offsets:
+                facets.setdefault(sid, []).extend(rec.facets)
+        if not any(facet_labels(f, None) for f in facets.values()):
+            stats.skip(ReaderError(topic.reference_xml, None, "no cited sentence with a discourse facet"))
+            continue
+        doc = facet_doc(nlp_or_vocab, paper, facets)
+        stats.used += 1
+        stats.docs += 1
+        stats.sentences += len(paper.sentences)
+        yield doc

@@ -74,6 +74,7 @@ SECTION_LABELS: Dict[str, Optional[str]] = {
 PMC_LABELS = {"background": "background", "objective": "objective", "methods": "method", "results": "result",
               "other": "other"}
 COPIED_FIELDS = (HEADING, SECTION)
+CLSCISUMM_MANUAL = "cl-scisumm/training-40-manual"  # the manually annotated topics, under a data directory
 MULMS_COPIES = 3  # times each MuLMS-AZ paper is in the full-paper training corpus
 
 
@@ -365,24 +366,40 @@ def coresc_docs(path: Union[str, Path], nlp: Language, tagger) -> List[Doc]:
     return [tagger(doc) for doc in read_coresc(path, nlp)]
 
 
+def clscisumm_docs(path: Union[str, Path], nlp: Language, tagger) -> List[Doc]:
+    """The facet-labelled CL-SciSumm reference papers (``readers.clscisumm.read_facet_docs``)
+    with their sections tagged by ``tagger``, as :func:`mulms_docs`; an error
+    when none is read."""
+    from .clscisumm import read_facet_docs
+
+    docs = [tagger(doc) for doc in read_facet_docs(path, nlp)]
+    if not docs:
+        raise RhetoricError(f"no CL-SciSumm reference paper with faceted citances under {path}")
+    return docs
+
+
 def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
                            heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
                            coresc: bool = False, coresc_heldout_folds: Sequence[str] = (),
-                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           clscisumm: bool = False, lang: str = "en") -> Dict[str, Dict[str, int]]:
     """The full-paper classifier's corpus (``configs/classifier.cfg``)
     from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
-    MuLMS-AZ files; ``coresc``: + its ART / CoreSC papers, ``coresc-art/``)."""
+    MuLMS-AZ files; ``coresc``: + its ART / CoreSC papers, ``coresc-art/``;
+    ``clscisumm``: + the facet-labelled CL-SciSumm reference papers,
+    ``cl-scisumm/training-40-manual/``)."""
     data = Path(data)
     return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
                                   data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds,
                                   mulms_copies=mulms_copies, coresc=data / "coresc-art" if coresc else None,
-                                  coresc_heldout_folds=coresc_heldout_folds, lang=lang)
+                                  coresc_heldout_folds=coresc_heldout_folds,
+                                  clscisumm=data / CLSCISUMM_MANUAL if clscisumm else None, lang=lang)
 
 
 def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
                            output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
                            mulms_copies: int = MULMS_COPIES, coresc: Optional[Path] = None,
-                           coresc_heldout_folds: Sequence[str] = (), lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           coresc_heldout_folds: Sequence[str] = (), clscisumm: Optional[Path] = None,
+                           lang: str = "en") -> Dict[str, Dict[str, int]]:
     """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
     ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
     but ``heldout_folds``, their sections from the default
@@ -397,7 +414,12 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     its papers of these folds (``readers.coresc.coresc_folds``: ``fold1``..``fold5``)
     are left out of ``train.spacy`` and written to ``heldout_coresc.spacy``. Each
     paper keeps ``doc._.rhetoric_source`` (``mulms-az``, ``coresc-art``): the
-    fine-tuned member balances its sources by it. Returns counts."""
+    fine-tuned member balances its sources by it. ``clscisumm``: a folder of
+    CL-SciSumm topics whose manually annotated reference papers (computational
+    linguistics, CC BY 4.0) join ``train.spacy`` ``mulms_copies`` times each,
+    only their cited sentences labelled, by the discourse facets of the
+    citances (``readers.clscisumm.read_facet_docs``; source ``cl-scisumm``).
+    Returns counts."""
     import spacy
 
     output = Path(output)
@@ -417,9 +439,13 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     if art and unknown:
         raise RhetoricError(f"no ART / CoreSC fold {sorted(unknown)}: the folds are {sorted(set(art_fold))}")
     art_train = [d for d, f in zip(art, art_fold) if f not in art_held]
-    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies)) + art_train,
+    facet_papers = clscisumm_docs(clscisumm, nlp, tagger) if clscisumm is not None else []
+    copies = max(1, int(mulms_copies))
+    counts = {"train": _write(cs_train + (train_papers + facet_papers) * copies + art_train,
                               output / "train.spacy")}
     counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
+    if clscisumm is not None:
+        counts["train"]["clscisumm_papers"] = len(facet_papers)
     if coresc is not None:
         counts["train"]["coresc_papers"] = len(art_train)
     counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
@@ -484,6 +510,8 @@ if __name__ == "__main__":  # pragma: no cover
                         help="with --fullpaper: + the ART / CoreSC papers (CC BY-NC: non-commercial use only)")
     parser.add_argument("--coresc-heldout-folds", nargs="*", default=[],
                         help="with --coresc: ART folds (fold1..fold5) left out, written to heldout_coresc.spacy")
+    parser.add_argument("--clscisumm", action="store_true",
+                        help="with --fullpaper: + the CL-SciSumm reference papers, cited sentences labelled by facet")
     parser.add_argument("--coresc-only", action="store_true",
                         help="write_coresc_corpus instead: the ART / CoreSC papers alone, CoreSC concepts as fine "
                              "labels (with --heldout-folds: ART folds fold1..fold5 left out)")
@@ -493,7 +521,7 @@ if __name__ == "__main__":  # pragma: no cover
     elif args.fullpaper:
         result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
                                         mulms_copies=args.mulms_copies, coresc=args.coresc,
-                                        coresc_heldout_folds=args.coresc_heldout_folds)
+                                        coresc_heldout_folds=args.coresc_heldout_folds, clscisumm=args.clscisumm)
     else:
         result = build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
                                       max_sents=args.max_sents)
