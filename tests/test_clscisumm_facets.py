@@ -4,7 +4,7 @@ import spacy
 from spacy.tokens import DocBin
 
 from spacy_rhetoric import extensions as ext
-from spacy_rhetoric.readers.clscisumm import facet_labels, read_facet_docs
+from spacy_rhetoric.readers.clscisumm import cites_others, facet_labels, others_work, read_facet_docs
 from spacy_rhetoric.readers.section_labels import write_fullpaper_corpus
 
 XML = """<PAPER>
@@ -14,6 +14,8 @@ XML = """<PAPER>
 </ABSTRACT>
 <SECTION title="Introduction" number="1">
 <S sid="2" ssid="1">Parsing is an old task.</S>
+<S sid="7" ssid="2">Charts were used before (Kay, 1980).</S>
+<S sid="8" ssid="3">We extend the chart of Kay (1980).</S>
 </SECTION>
 <SECTION title="Related Work" number="2">
 <S sid="3" ssid="1">Earlier parsers used charts.</S>
@@ -58,9 +60,11 @@ def test_facet_labels():
     assert facet_labels(["results", "method", "results"], None) == ["result", "method"]
     assert facet_labels(["implication"], None) == ["result", "other"]
     assert facet_labels(["aim"], None) == ["objective"]
-    # other work's sections and unknown facets give no label
-    assert facet_labels(["method"], "Related Work") == []
     assert facet_labels([], None) == []
+    assert others_work("Prior and Related Work.") and others_work("Background")
+    assert cites_others("Much was done (Melamed, 1997; Moore, 2003).") and cites_others("Brown et al. (1993) did.")
+    assert not cites_others("We follow Brown et al. (1993).") and not cites_others("In 1993 it rained.")
+    assert not others_work("Discussion and Related works.") and not others_work("Introduction")
 
 
 def test_facet_docs_label_only_cited_sentences(tmp_path):
@@ -72,9 +76,13 @@ def test_facet_docs_label_only_cited_sentences(tmp_path):
     assert ext.get_doc_value(doc, ext.TITLE) == "A Tiny Parser"
     assert ext.get_doc_value(doc, ext.SOURCE) == "cl-scisumm"
     gold = [ext.get_span_value(s, ext.GOLD_LABELS) for s in sents]
-    assert gold == [["method", "objective"], None, None, ["method"], ["method", "result"], ["result"]]
-    assert [ext.get_span_value(s, ext.LABEL) for s in sents] == ["method", None, None, "method", "method", "result"]
-    assert [ext.get_span_value(s, ext.HEADING) for s in sents][3] == "The Literature Graph"
+    # the related-work section's sentence is background (though cited for its method)
+    # and so is the introduction's sentence that cites without speaking of the paper
+    assert gold == [["method", "objective"], None, ["background"], None, ["background"], ["method"],
+                    ["method", "result"], ["result"]]
+    assert [ext.get_span_value(s, ext.LABEL) for s in sents] == ["method", None, "background", None, "background",
+                                                                 "method", "method", "result"]
+    assert [ext.get_span_value(s, ext.HEADING) for s in sents][5] == "The Literature Graph"
 
 
 def test_fullpaper_corpus_takes_the_facet_papers(tmp_path):
@@ -84,10 +92,10 @@ def test_fullpaper_corpus_takes_the_facet_papers(tmp_path):
     cs.write_text(json.dumps({"sentences": ["We parse.", "It works."], "labels": ["method", "result"]}) + "\n",
                   encoding="utf8")
     counts = write_fullpaper_corpus(cs, cs, None, tmp_path / "out", clscisumm=_topic(tmp_path / "topics"),
-                                    mulms_copies=2)
+                                    clscisumm_copies=2)
     assert counts["train"]["clscisumm_papers"] == 1
     docs = list(DocBin().from_disk(tmp_path / "out" / "train.spacy").get_docs(spacy.blank("en").vocab))
     sources = [ext.get_doc_value(d, ext.SOURCE) for d in docs]
-    assert sources.count("cl-scisumm") == 2  # copied as the MuLMS-AZ papers are
+    assert sources.count("cl-scisumm") == 2
     paper = docs[sources.index("cl-scisumm")]
     assert [ext.get_span_value(s, ext.LABEL) for s in paper.sents][-1] == "result"

@@ -83,6 +83,16 @@ def test_sources_weigh_the_same_in_the_draws():
     assert source_weights(as_X([plain, plain]), list(range(2 * n))) is None
     assert finetuned_settings_of(balance_sources=False)["balance_sources"] is False
     assert finetuned_settings_of()["balance_sources"] is True
+    # source_power: each corpus's share ~ its size ** power (0.5: the square roots 3 ** 0.5 : 1 : 1)
+    half = source_weights(X, pick, 0.5)
+    root3 = 3 ** 0.5
+    assert half[0:3 * n].sum() == pytest.approx(root3 / (root3 + 2))
+    assert half[3 * n:4 * n].sum() == pytest.approx(1 / (root3 + 2))
+    assert half[0] == pytest.approx(half[1])
+    assert source_weights(X, pick, 1.0) == pytest.approx(numpy.full(5 * n, 1 / (5 * n)))  # as large as it is
+    assert finetuned_settings_of(source_power=0.5)["source_power"] == 0.5
+    with pytest.raises(RhetoricError):
+        finetuned_settings_of(source_power=1.5)
 
 
 def finetuned_settings_of(**kwargs):

@@ -225,7 +225,8 @@ def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_fi
 def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2", epochs: float = 1.0,
                            frozen_layers: int = 2, learn_rate: float = 8e-5, batch_size: int = 16,
                            max_length: int = 128, context_chars: int = 60, int8: bool = False,
-                           balance_sources: bool = True, vectors: Optional[VectorHead] = None) -> Model:
+                           balance_sources: bool = True, source_power: float = 0.0,
+                           vectors: Optional[VectorHead] = None) -> Model:
     """A member fine-tuned at initialize on the full papers' sentences: the
     top layers of the Hugging Face encoder ``name`` (resolved offline; the
     bottom ``frozen_layers`` frozen) over the sentence paired with its
@@ -234,13 +235,14 @@ def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2",
     ``max_length`` word pieces; of each neighbour, the ``context_chars``
     characters next to the sentence); ``ml/finetuned.py``. ``balance_sources``:
     papers of several corpora (``doc._.rhetoric_source``) weigh the same in
-    its draws of sentences. ``int8``: at
+    its draws of sentences, or, with ``source_power`` p > 0, each corpus in
+    proportion to its size to the power p (0.5: the square root). ``int8``: at
     prediction on a CPU its linear layers run in int8 (dynamic quantization).
     ``vectors``: a ``[...vectors]`` block (``VectorHead.v1``): the same pass
     also gives every sentence's ``rhetoric_vector`` -- one trunk, two heads."""
     return finetuned_expert(name, epochs=epochs, learn_rate=learn_rate, batch_size=batch_size,
                             max_length=max_length, frozen_layers=frozen_layers, context_chars=context_chars,
-                            int8=int8, vectors=vectors, balance_sources=balance_sources)
+                            int8=int8, vectors=vectors, balance_sources=balance_sources, source_power=source_power)
 
 
 @registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v4")

@@ -33,8 +33,10 @@ normalised to mean 1 over the sentences). ``balance_sources``: when the
 papers come from several corpora (``doc._.rhetoric_source``, set by the
 MuLMS-AZ and ART / CoreSC readers), each step's sentences are drawn (with
 replacement) so that every corpus weighs the same, whatever its size (225
-chemistry papers beside 29 materials-science ones); from one corpus, each
-epoch is a permutation. Nothing here is pickled: the
+chemistry papers beside 29 materials-science ones), or, with ``source_power``
+p > 0, so that each corpus's share is its size to the power p (temperature
+sampling: 0.5 gives the square roots); from one corpus, each epoch is a
+permutation. Nothing here is pickled: the
 trained tensors (the top layers and the linear layer) are stored as
 safetensors bytes in the member's state, with the base model's name and
 the settings; at prediction the base model is loaded offline
@@ -326,8 +328,10 @@ class FinetunedEncoder:
 def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
                        head_learn_rate: float = 1e-3, batch_size: int = 16, max_length: int = 128,
                        frozen_layers: int = 2, context_chars: int = 60, class_weight_power: float = 0.5,
-                       seed: int = 0, balance_sources: bool = True) -> Dict[str, Any]:
+                       seed: int = 0, balance_sources: bool = True, source_power: float = 0.0) -> Dict[str, Any]:
     """The member's settings (module docstring), checked."""
+    if not 0.0 <= source_power <= 1.0:
+        raise RhetoricError(f"a fine-tuned member needs 0 <= source_power <= 1 (got {source_power})")
     if epochs <= 0 or batch_size < 1 or max_length < 8 or context_chars < 0:
         raise RhetoricError("a fine-tuned member needs epochs > 0, batch_size >= 1, max_length >= 8 and "
                             f"context_chars >= 0 (got {epochs}, {batch_size}, {max_length}, {context_chars})")
@@ -335,13 +339,15 @@ def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float =
             "head_learn_rate": float(head_learn_rate), "batch_size": int(batch_size), "max_length": int(max_length),
             "frozen_layers": int(frozen_layers), "context_chars": int(context_chars),
             "class_weight_power": float(class_weight_power), "seed": int(seed),
-            "balance_sources": bool(balance_sources)}
+            "balance_sources": bool(balance_sources), "source_power": float(source_power)}
 
 
-def source_weights(X, pick: Sequence[int]) -> Optional[numpy.ndarray]:
+def source_weights(X, pick: Sequence[int], power: float = 0.0) -> Optional[numpy.ndarray]:
     """Each row of ``pick``'s draw probability so that every source corpus
     (``doc._.rhetoric_source``; docs without one are a source of their own)
-    weighs the same; None when the rows come from one source."""
+    has a share of the draws proportional to its row count to the ``power``
+    (temperature sampling across corpora: 0, every corpus the same share;
+    1, each as large as it is); None when the rows come from one source."""
     from ..extensions import SOURCE
 
     sources = row_doc_values(X, SOURCE)
@@ -349,7 +355,7 @@ def source_weights(X, pick: Sequence[int]) -> Optional[numpy.ndarray]:
     counts = Counter(picked)
     if len(counts) < 2:
         return None
-    weights = numpy.asarray([1.0 / counts[s] for s in picked], dtype="float64")
+    weights = numpy.asarray([counts[s] ** (power - 1.0) for s in picked], dtype="float64")
     return weights / weights.sum()
 
 
@@ -396,7 +402,7 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     # Each epoch's order, drawn up front (the same draws as one per epoch), so
     # that the frozen layers run only on the sentences the steps will read
     # (a fraction of them when ``epochs`` < 1).
-    draw = source_weights(X, pick) if attrs.get("balance_sources") else None
+    draw = source_weights(X, pick, attrs.get("source_power", 0.0)) if attrs.get("balance_sources") else None
     orders = [generator.permutation(len(pick)) if draw is None else
               generator.choice(len(pick), size=per_epoch * size, replace=True, p=draw) for _ in range(n_epochs)]
     used = numpy.unique(numpy.concatenate([order[: per_epoch * size] for order in orders])[: total * size])
@@ -507,8 +513,8 @@ class FinetunedShim(MemberShim):
 def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
                      batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 60,
                      class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True,
-                     int8: bool = False, vectors: Optional[VectorHead] = None, balance_sources: bool = True
-                     ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                     int8: bool = False, vectors: Optional[VectorHead] = None, balance_sources: bool = True,
+                     source_power: float = 0.0) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A member fine-tuned at initialize (module docstring): the top layers
     of the Hugging Face encoder ``model_name`` over the sentence paired with
     its heading and neighbours, beside section + position -> linear ->
@@ -517,7 +523,8 @@ def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8
     a :class:`VectorHead`: the member also gives every sentence's vector
     (``members._member_forward``), from the same pass."""
     settings = finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length,
-                                  frozen_layers, context_chars, class_weight_power, seed, balance_sources)
+                                  frozen_layers, context_chars, class_weight_power, seed, balance_sources,
+                                  source_power)
     return fitted_member("finetuned_expert", FinetunedShim(vectors), {**settings, "int8": bool(int8)}, docs=docs,
                          use_sections=use_sections)
 

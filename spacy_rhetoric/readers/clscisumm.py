@@ -500,18 +500,20 @@ FACET_COARSE = {
     "aim": ("objective",), "hypothesis": ("objective",),
 }
 FRONT_SECTIONS = ("abstract", "introduction")
-# A cited sentence under such a heading describes other work: left unlabelled
+# A section under such a heading (and not also a discussion) describes other work: its sentences are background
 OTHERS_WORK = re.compile(r"related work|previous work|prior work|background", re.IGNORECASE)
+# In the abstract or the introduction, a sentence that cites ("Brown et al., 1993", "(Melamed, 1997)") and does
+# not speak of the paper itself ("we", "our", "this paper") is taken as background
+CITES = re.compile(r"\([^()]*[A-Z][A-Za-z'-]+[^()]*\b(?:19|20)\d\d[a-z]?\b[^()]*\)"
+                   r"|[A-Z][A-Za-z'-]+(?: et al\.?| and [A-Z][A-Za-z'-]+)? \((?:19|20)\d\d[a-z]?\)")
+OWN = re.compile(r"\b(?:we|our|us|this paper|this work|this article|here)\b", re.IGNORECASE)
 
 
 def facet_labels(facets: Sequence[str], section: Optional[str]) -> List[str]:
     """The acceptable coarse labels of a reference-paper sentence cited with
     ``facets`` (one per citance that cites it, repeats counted): the most
     frequent facet's labels first (ties: ``FACETS`` order), then the others';
-    ``[]`` without a known facet, or under a heading of other work
-    (``OTHERS_WORK``: related work, background)."""
-    if section and OTHERS_WORK.search(section):
-        return []
+    ``[]`` without a known facet."""
     counts: Dict[str, int] = {}
     for facet in facets:
         if facet in FACET_COARSE:
@@ -522,10 +524,26 @@ def facet_labels(facets: Sequence[str], section: Optional[str]) -> List[str]:
         for label in FACET_COARSE[facet]:
             if label not in labels:
                 labels.append(label)
-    front = re.sub(r"^(?:[\d.]+|[IVX]+\.)\s*", "", (section or "").strip()).lower().rstrip(". ") in FRONT_SECTIONS
-    if labels and labels[0] == "method" and front and "objective" not in labels:
+    if labels and labels[0] == "method" and front_section(section) and "objective" not in labels:
         labels.append("objective")
     return labels
+
+
+def front_section(section: Optional[str]) -> bool:
+    """The abstract or the introduction (a leading number dropped)."""
+    return re.sub(r"^(?:[\d.]+|[IVX]+\.)\s*", "", (section or "").strip()).lower().rstrip(". ") in FRONT_SECTIONS
+
+
+def cites_others(text: str) -> bool:
+    """A sentence with an author-year citation that does not speak of the
+    paper itself (``CITES``, ``OWN``)."""
+    return bool(CITES.search(text)) and not OWN.search(text)
+
+
+def others_work(section: Optional[str]) -> bool:
+    """A section title that announces other people's work (related or
+    previous work, background), not mixed with a discussion of the paper's own."""
+    return bool(section and OTHERS_WORK.search(section) and "discussion" not in section.lower())
 
 
 def facet_doc(nlp_or_vocab: Union[Language, Vocab], paper: ReferencePaper,
@@ -534,12 +552,18 @@ def facet_doc(nlp_or_vocab: Union[Language, Vocab], paper: ReferencePaper,
     not a sentence; each sentence's section title as its heading) whose
     sentences cited in a task-1a annotation carry gold coarse labels from
     their discourse facets (``facet_labels``; ``facets``: sid -> the facets of
-    the citances citing it); every other sentence is unlabelled."""
+    the citances citing it); the sentences of a related-work section
+    (``others_work``) are background, cited or not, and so are the abstract's
+    and introduction's sentences that cite other work without a facet
+    (``cites_others``); every other sentence is unlabelled."""
     from .. import extensions
     from ..extensions import GOLD_LABELS, HEADING
 
     sents = [s for s in paper.sentences if s.section != TITLE]
-    golds = [facet_labels(facets.get(s.sid, ()), s.section) for s in sents]
+    golds = [["background"] if others_work(s.section) else facet_labels(facets.get(s.sid, ()), s.section)
+             for s in sents]
+    golds = [["background"] if not gold and front_section(s.section) and cites_others(s.text) else gold
+             for s, gold in zip(sents, golds)]
     doc = doc_from_sentences(nlp_or_vocab, [s.text for s in sents], labels=[g[0] if g else None for g in golds],
                              sids=[s.sid for s in sents], doc_id=paper.paper_id)
     spans = list(doc.sents)

@@ -399,7 +399,7 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
                            output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
                            mulms_copies: int = MULMS_COPIES, coresc: Optional[Path] = None,
                            coresc_heldout_folds: Sequence[str] = (), clscisumm: Optional[Path] = None,
-                           lang: str = "en") -> Dict[str, Dict[str, int]]:
+                           clscisumm_copies: int = 1, lang: str = "en") -> Dict[str, Dict[str, int]]:
     """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
     ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
     but ``heldout_folds``, their sections from the default
@@ -416,9 +416,10 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
     paper keeps ``doc._.rhetoric_source`` (``mulms-az``, ``coresc-art``): the
     fine-tuned member balances its sources by it. ``clscisumm``: a folder of
     CL-SciSumm topics whose manually annotated reference papers (computational
-    linguistics, CC BY 4.0) join ``train.spacy`` ``mulms_copies`` times each,
-    only their cited sentences labelled, by the discourse facets of the
-    citances (``readers.clscisumm.read_facet_docs``; source ``cl-scisumm``).
+    linguistics, CC BY 4.0) join ``train.spacy`` ``clscisumm_copies`` times
+    each, only some sentences labelled: those cited, by the discourse facets
+    of the citances, and background ones (``readers.clscisumm.read_facet_docs``;
+    source ``cl-scisumm``).
     Returns counts."""
     import spacy
 
@@ -440,9 +441,8 @@ def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: 
         raise RhetoricError(f"no ART / CoreSC fold {sorted(unknown)}: the folds are {sorted(set(art_fold))}")
     art_train = [d for d, f in zip(art, art_fold) if f not in art_held]
     facet_papers = clscisumm_docs(clscisumm, nlp, tagger) if clscisumm is not None else []
-    copies = max(1, int(mulms_copies))
-    counts = {"train": _write(cs_train + (train_papers + facet_papers) * copies + art_train,
-                              output / "train.spacy")}
+    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies))
+                              + facet_papers * max(1, int(clscisumm_copies)) + art_train, output / "train.spacy")}
     counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
     if clscisumm is not None:
         counts["train"]["clscisumm_papers"] = len(facet_papers)
