@@ -322,13 +322,25 @@ def packaged_rules() -> HeadingRules:
 
 
 @lru_cache(maxsize=4096)
+def _rule_match(heading: str) -> Optional[RuleMatch]:
+    if not heading or not heading.strip():
+        return None
+    return packaged_rules().match(parse_heading(heading).model_text)
+
+
 def is_back_matter_heading(heading: str) -> bool:
     """True for a heading a packaged ``back_matter`` rule matches
     ("Acknowledgments", "References", "Appendix A", "5 Funding")."""
-    if not heading or not heading.strip():
-        return False
-    match = packaged_rules().match(parse_heading(heading).model_text)
+    match = _rule_match(heading)
     return bool(match is not None and match.back_matter)
+
+
+def rule_category(heading: Optional[str]) -> Optional[str]:
+    """The category the packaged keyword rules give a raw heading (number
+    and punctuation dropped: "1 Introduction." -> introduction, "Prior and
+    Related Work." -> related work), None when no rule matches."""
+    match = _rule_match(heading or "")
+    return match.category if match is not None else None
 
 
 # -- the section of each sentence of a doc ------------------------------------------

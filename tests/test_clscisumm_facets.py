@@ -4,8 +4,9 @@ import spacy
 from spacy.tokens import DocBin
 
 from spacy_rhetoric import extensions as ext
-from spacy_rhetoric.readers.clscisumm import cites_others, facet_labels, others_work, read_facet_docs
+from spacy_rhetoric.readers.clscisumm import cites_others, facet_labels, read_facet_docs
 from spacy_rhetoric.readers.section_labels import write_fullpaper_corpus
+from spacy_rhetoric.section_headings import RELATED_WORK, rule_category
 
 XML = """<PAPER>
 <S sid="0" ssid="0">A Tiny Parser</S>
@@ -61,10 +62,12 @@ def test_facet_labels():
     assert facet_labels(["implication"], None) == ["result", "other"]
     assert facet_labels(["aim"], None) == ["objective"]
     assert facet_labels([], None) == []
-    assert others_work("Prior and Related Work.") and others_work("Background")
+    # related-work sections, by the section tagger's keyword rules
+    assert rule_category("Prior and Related Work.") == RELATED_WORK and rule_category("Background") == RELATED_WORK
     assert cites_others("Much was done (Melamed, 1997; Moore, 2003).") and cites_others("Brown et al. (1993) did.")
     assert not cites_others("We follow Brown et al. (1993).") and not cites_others("In 1993 it rained.")
-    assert not others_work("Discussion and Related works.") and not others_work("Introduction")
+    assert rule_category("Discussion and Related works.") != RELATED_WORK
+    assert rule_category("1 Introduction.") == "introduction" and rule_category("The Literature Graph") is None
 
 
 def test_facet_docs_label_only_cited_sentences(tmp_path):

@@ -42,6 +42,7 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from ..errors import RhetoricError
+from ..section_headings import RELATED_WORK, rule_category
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences
 from .fulltext import parse_xml_data
 
@@ -499,9 +500,9 @@ FACET_COARSE = {
     "method": ("method",), "results": ("result",), "implication": ("result", "other"),
     "aim": ("objective",), "hypothesis": ("objective",),
 }
+# Heading categories (section_headings.rule_category) where a cited method may state the aim, and a citing
+# sentence that does not speak of the paper is background; a related-work section's sentences are background.
 FRONT_SECTIONS = ("abstract", "introduction")
-# A section under such a heading (and not also a discussion) describes other work: its sentences are background
-OTHERS_WORK = re.compile(r"related work|previous work|prior work|background", re.IGNORECASE)
 # In the abstract or the introduction, a sentence that cites ("Brown et al., 1993", "(Melamed, 1997)") and does
 # not speak of the paper itself ("we", "our", "this paper") is taken as background
 CITES = re.compile(r"\([^()]*[A-Z][A-Za-z'-]+[^()]*\b(?:19|20)\d\d[a-z]?\b[^()]*\)"
@@ -524,14 +525,9 @@ def facet_labels(facets: Sequence[str], section: Optional[str]) -> List[str]:
         for label in FACET_COARSE[facet]:
             if label not in labels:
                 labels.append(label)
-    if labels and labels[0] == "method" and front_section(section) and "objective" not in labels:
+    if labels and labels[0] == "method" and rule_category(section) in FRONT_SECTIONS and "objective" not in labels:
         labels.append("objective")
     return labels
-
-
-def front_section(section: Optional[str]) -> bool:
-    """The abstract or the introduction (a leading number dropped)."""
-    return re.sub(r"^(?:[\d.]+|[IVX]+\.)\s*", "", (section or "").strip()).lower().rstrip(". ") in FRONT_SECTIONS
 
 
 def cites_others(text: str) -> bool:
@@ -540,30 +536,28 @@ def cites_others(text: str) -> bool:
     return bool(CITES.search(text)) and not OWN.search(text)
 
 
-def others_work(section: Optional[str]) -> bool:
-    """A section title that announces other people's work (related or
-    previous work, background), not mixed with a discussion of the paper's own."""
-    return bool(section and OTHERS_WORK.search(section) and "discussion" not in section.lower())
-
-
 def facet_doc(nlp_or_vocab: Union[Language, Vocab], paper: ReferencePaper,
               facets: Dict[str, List[str]]) -> Doc:
     """The reference paper as one Doc (title kept as ``doc._.rhetoric_title``,
     not a sentence; each sentence's section title as its heading) whose
     sentences cited in a task-1a annotation carry gold coarse labels from
     their discourse facets (``facet_labels``; ``facets``: sid -> the facets of
-    the citances citing it); the sentences of a related-work section
-    (``others_work``) are background, cited or not, and so are the abstract's
-    and introduction's sentences that cite other work without a facet
-    (``cites_others``); every other sentence is unlabelled."""
+    the citances citing it); the sentences of a related-work section (its
+    heading's ``section_headings.rule_category``) are background, cited or
+    not, and so are the abstract's and introduction's sentences that cite
+    other work without a facet (``cites_others``); every other sentence is
+    unlabelled."""
     from .. import extensions
     from ..extensions import GOLD_LABELS, HEADING
 
     sents = [s for s in paper.sentences if s.section != TITLE]
-    golds = [["background"] if others_work(s.section) else facet_labels(facets.get(s.sid, ()), s.section)
-             for s in sents]
-    golds = [["background"] if not gold and front_section(s.section) and cites_others(s.text) else gold
-             for s, gold in zip(sents, golds)]
+    golds = []
+    for s in sents:
+        category = rule_category(s.section)
+        gold = ["background"] if category == RELATED_WORK else facet_labels(facets.get(s.sid, ()), s.section)
+        if not gold and category in FRONT_SECTIONS and cites_others(s.text):
+            gold = ["background"]
+        golds.append(gold)
     doc = doc_from_sentences(nlp_or_vocab, [s.text for s in sents], labels=[g[0] if g else None for g in golds],
                              sids=[s.sid for s in sents], doc_id=paper.paper_id)
     spans = list(doc.sents)
