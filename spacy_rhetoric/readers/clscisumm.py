@@ -44,7 +44,7 @@ from spacy.vocab import Vocab
 from ..errors import RhetoricError
 from ..section_headings import RELATED_WORK, rule_category
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences
-from .fulltext import parse_xml_data
+from .fulltext import CITATION, parse_xml_data
 
 FACETS = ("method", "results", "implication", "aim", "hypothesis")
 ABSTRACT = "abstract"
@@ -503,10 +503,8 @@ FACET_COARSE = {
 # Heading categories (section_headings.rule_category) where a cited method may state the aim, and a citing
 # sentence that does not speak of the paper is background; a related-work section's sentences are background.
 FRONT_SECTIONS = ("abstract", "introduction")
-# In the abstract or the introduction, a sentence that cites ("Brown et al., 1993", "(Melamed, 1997)") and does
-# not speak of the paper itself ("we", "our", "this paper") is taken as background
-CITES = re.compile(r"\([^()]*[A-Z][A-Za-z'-]+[^()]*\b(?:19|20)\d\d[a-z]?\b[^()]*\)"
-                   r"|[A-Z][A-Za-z'-]+(?: et al\.?| and [A-Z][A-Za-z'-]+)? \((?:19|20)\d\d[a-z]?\)")
+# In the abstract or the introduction, a sentence that cites (fulltext.CITATION: "(Melamed, 1997)", "Brown et al.
+# (1993)", "[3]") and does not speak of the paper itself ("we", "our", "this paper") is taken as background
 OWN = re.compile(r"\b(?:we|our|us|this paper|this work|this article|here)\b", re.IGNORECASE)
 
 
@@ -531,9 +529,9 @@ def facet_labels(facets: Sequence[str], section: Optional[str]) -> List[str]:
 
 
 def cites_others(text: str) -> bool:
-    """A sentence with an author-year citation that does not speak of the
-    paper itself (``CITES``, ``OWN``)."""
-    return bool(CITES.search(text)) and not OWN.search(text)
+    """A sentence with a citation that does not speak of the paper itself
+    (``fulltext.CITATION``, ``OWN``)."""
+    return bool(CITATION.search(text)) and not OWN.search(text)
 
 
 def facet_doc(nlp_or_vocab: Union[Language, Vocab], paper: ReferencePaper,

@@ -49,6 +49,13 @@ from .common import ReaderError
 ABSTRACT = "Abstract"
 CITATIONS_KEY = "citations"  # doc.spans key of the citation spans
 CITATION_LABEL = "bibr"
+_YEAR = r"(?:1[89]|20)\d\d[a-z]?"
+# A citation in running text: "(Ammar et al., 2018; Wu, 2014)", "Peters et al. (2017)", "[3, 5-7]" (the PDF
+# reader's citation spans; the CL-SciSumm facet reader's sentences that cite others)
+CITATION = re.compile(
+    rf"\((?:[^()]{{0,250}}?\b{_YEAR}\b[^()]{{0,250}}?)\)"
+    rf"|\b[A-Z][\w'’\-]{{1,60}}(?: et al\.| and [A-Z][\w'’\-]{{1,60}})? \({_YEAR}(?:, [^()]{{1,40}})?\)"
+    r"|\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 SPLITTERS = ("sentencizer", "senter")
 # File name endings dropped to make the doc id ("N18-3011.tei.xml" -> "N18-3011").
 _ID_SUFFIXES = (".xml", ".nxml", ".json", ".tei", ".grobid", ".txt", ".md", ".markdown", ".pdf")

@@ -42,7 +42,7 @@ from statistics import median
 from typing import Dict, List, Optional, Tuple
 
 from ..budget import check_budget
-from ..fulltext import ABSTRACT, Paper, Paragraph, heading_text, norm_space
+from ..fulltext import ABSTRACT, CITATION, Paper, Paragraph, heading_text, norm_space
 from .layout import Line, Page, order_lines
 
 _NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+(\S.*)$")
@@ -61,12 +61,6 @@ _TAIL = 64  # characters: the end of a joined paragraph that the next line's joi
 _WORD_HYPHEN = re.compile(r"(?<!\w)(\w{1,%d})-$" % (_TAIL - 1))  # bounded: no backtracking over a long word
 _FIRST_WORD = re.compile(r"\w{1,%d}" % _TAIL)
 _COMPOUND = re.compile(r"(?<!\w)\w{1,%d}(?:-\w{1,%d})+" % (_TAIL, _TAIL))  # "co-authors" (bounded pieces)
-_YEAR = r"(?:1[89]|20)\d\d[a-z]?"
-# Citations: "(Ammar et al., 2018; Wu, 2014)", "Peters et al. (2017)", "[3, 5-7]"
-CITATION = re.compile(
-    rf"\((?:[^()]{{0,250}}?\b{_YEAR}\b[^()]{{0,250}}?)\)"
-    rf"|\b[A-Z][\w'’\-]{{1,60}}(?: et al\.| and [A-Z][\w'’\-]{{1,60}})? \({_YEAR}(?:, [^()]{{1,40}})?\)"
-    r"|\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 
 
 def _mode(values, default: float) -> float:
