@@ -37,7 +37,10 @@ full-paper classifier trained on every field per fold by
 ``foldK``), scored on its held-out ART papers, with its sentence vectors
 (the trunk's vector head, same pass) and plain all-MiniLM-L6-v2 vectors of
 the same sentences, scored by leave-one-out retrieval by CoreSC concept
-within each fold (P@1, MAP@R; ``bench_fullpaper.vector_rows``). Its MuLMS-AZ
+within each fold (P@1, MAP@R; ``bench_fullpaper.vector_rows``); with
+``--member-rows`` also each mixture member alone and the other mixtures of
+``bench_fullpaper.MEMBER_MIXTURES``, from the members' probabilities of the
+same pass (``bench_fullpaper.member_probabilities``). Its MuLMS-AZ
 rows come from ``bench_fullpaper.py --cv-dir DIR`` (the same models).
 ``--coresc-cv-dir DIR``: the CoreSC classifier (``configs/coresc_classifier.cfg``)
 trained per ART fold by ``CORESC=only run_fullpaper_cv.sh``, its fine labels
@@ -53,10 +56,19 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy
-from bench_fullpaper import kept_sentences, lookup_label, pipeline_predictions, sklearn_rows, vector_rows
+from bench_fullpaper import (
+    MEMBER_MIXTURES,
+    kept_sentences,
+    lookup_label,
+    member_probabilities,
+    mixture_labels,
+    pipeline_predictions,
+    sklearn_rows,
+    vector_rows,
+)
 
 from spacy_rhetoric.evaluation.fullpaper import mean_of, score, sentence_rows
 
@@ -73,11 +85,14 @@ def art_fold_names(docs) -> List[str]:
     return coresc_folds(docs, n_folds=ART_FOLDS, seed=ART_SEED)
 
 
-def cv_model_rows(cv_dir: Path, docs, rows: List[Dict]) -> Tuple[List[str], Dict[str, Dict[str, List]]]:
+def cv_model_rows(cv_dir: Path, docs, rows: List[Dict], members: Optional[Dict[str, Dict]] = None
+                  ) -> Tuple[List[str], Dict[str, Dict[str, List]]]:
     """The per-fold models of ``run_fullpaper_cv.sh`` with ``CORESC=1`` (``<cv_dir>/trainK/model/model-last``,
     trained without ART fold ``foldK``), each run on its held-out ART papers: one label per row of ``rows``
     (``sentence_rows`` of ``docs``), and per fold the sentence vectors and CoreSC concepts of the kept
-    sentences with a concept (``bench_fullpaper.kept_sentences``, the same pass)."""
+    sentences with a concept (``bench_fullpaper.kept_sentences``, the same pass). ``members``: a dict that
+    receives per fold each mixture member's probabilities over the fold's rows and the pipe's labels
+    (``bench_fullpaper.member_probabilities``, the same pass)."""
     import spacy
 
     from spacy_rhetoric.extensions import FINE_LABEL, get_span_value
@@ -92,7 +107,15 @@ def cv_model_rows(cv_dir: Path, docs, rows: List[Dict]) -> Tuple[List[str], Dict
         nlp = spacy.load(path)
         index = [i for i, f in enumerate(folds) if f == fold]
         fold_vectors: List = []
-        preds = pipeline_predictions(nlp, [docs[i] for i in index], vectors=fold_vectors)
+        if members is None:
+            preds = pipeline_predictions(nlp, [docs[i] for i in index], vectors=fold_vectors)
+        else:
+            scores: List = []
+            probs = member_probabilities(nlp, [docs[i] for i in index], scores=scores, vectors=fold_vectors)
+            if probs is None:
+                raise SystemExit(f"--member-rows: the model at {path} has no mixture members")
+            members[fold] = {"probs": probs, "labels": list(nlp.get_pipe("rhetoric_function_classifier").labels)}
+            preds = [[max(s, key=s.get) if s else None for s in doc_scores] for doc_scores in scores]
         by_doc.update(zip(index, preds))
         kept = {"vectors": [], "labels": []}
         for i, doc_vectors in zip(index, fold_vectors):
@@ -250,6 +273,20 @@ def report_row(results: Dict, corpus: str, name: str, folds: Dict[str, Dict], se
           + json.dumps({k: round(v["share"], 2) for k, v in mean["echo"].items()}) + f"  {seconds:.0f} s", flush=True)
 
 
+def member_rows(results: Dict, members: Dict[str, Dict], rows: List[Dict]) -> None:
+    """ART rows of each mixture of ``MEMBER_MIXTURES`` whose members the fold models have, from the
+    members' probabilities of ``cv_model_rows`` (no model runs again)."""
+    have = set.intersection(*(set(m["probs"]) for m in members.values()))
+    for name, weights in MEMBER_MIXTURES:
+        if set(weights) - have:
+            continue  # a member these models do not have
+        folds = {}
+        for fold, found in members.items():
+            test = [r for r in rows if r["fold"] == fold]
+            folds[fold] = score(test, mixture_labels(found["probs"], weights, found["labels"], test))
+        report_row(results, "ART", f"members: {name}", folds, 0.0)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -261,6 +298,9 @@ def main(argv=None) -> int:
                         help="per-fold models of run_fullpaper_cv.sh with CORESC=1: their ART CV rows and vectors")
     parser.add_argument("--coresc-cv-dir", type=Path, default=None,
                         help="per-fold CoreSC classifiers (run_fullpaper_cv.sh with CORESC=only): concept scores")
+    parser.add_argument("--member-rows", action="store_true",
+                        help="with --cv-dir: each mixture member alone and bench_fullpaper's MEMBER_MIXTURES on ART "
+                             "(the same pass)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.pipeline_only and not (args.pipeline or args.cv_dir or args.coresc_cv_dir):
@@ -300,9 +340,12 @@ def main(argv=None) -> int:
     if args.cv_dir:
         t0 = time.time()
         docs, rows = corpora["ART"]
-        preds, fold_vectors = cv_model_rows(args.cv_dir, docs, rows)
+        members: Optional[Dict[str, Dict]] = {} if args.member_rows else None
+        preds, fold_vectors = cv_model_rows(args.cv_dir, docs, rows, members=members)
         report_row(results, "ART", f"full-paper classifier {args.cv_dir}: all fields (ART CV + MuLMS-AZ + "
                    "CSAbstruct)", scored_folds(rows, preds), time.time() - t0)
+        if members:
+            member_rows(results, members, rows)
         for name, found in (("trunk vectors", fold_vectors), ("raw all-MiniLM-L6-v2", raw_concept_vectors(
                 fold_vectors, docs))):
             result = vector_rows({f: v["vectors"] for f, v in found.items()}, {f: v["labels"] for f, v in found.items()})

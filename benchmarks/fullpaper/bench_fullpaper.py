@@ -337,6 +337,7 @@ MEMBER_MIXTURES = (
     ("network + TF-IDF + fine-tuned 0.2 / 0.4 / 0.4", _mix(NETWORK, 0.2, TFIDF, 0.4, FINETUNED, 0.4)),
     ("network + TF-IDF + fine-tuned 0.3 / 0.4 / 0.3", _mix(NETWORK, 0.3, TFIDF, 0.4, FINETUNED, 0.3)),
     ("network + TF-IDF + fine-tuned 0.1 / 0.5 / 0.4", _mix(NETWORK, 0.1, TFIDF, 0.5, FINETUNED, 0.4)),
+    ("network + TF-IDF + fine-tuned 0.1 / 0.3 / 0.6", _mix(NETWORK, 0.1, TFIDF, 0.3, FINETUNED, 0.6)),
     ("TF-IDF + fine-tuned 0.5 / 0.5", _mix(TFIDF, 0.5, FINETUNED, 0.5)),
     ("v3 shipped: network + TF-IDF + fine-tuned 0.2 / 0.4 / 0.4, abstracts' 0.3 on abstracts",
      _mix(NETWORK, 0.2, TFIDF, 0.4, FINETUNED, 0.4, ABSTRACTS, 0.3)),
@@ -344,30 +345,70 @@ MEMBER_MIXTURES = (
 )
 
 
-def member_probabilities(nlp, docs) -> Optional[Dict[str, numpy.ndarray]]:
+def member_probabilities(nlp, docs, *, scores: Optional[List] = None,
+                         vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None
+                         ) -> Optional[Dict[str, numpy.ndarray]]:
     """Each paper member's ``[n_sentences, n_labels]`` probabilities (labels
-    in the pipe's order) over ``docs``, by member name (the first member:
-    ``NETWORK``; the abstracts' member on the papers' abstracts), by setting the
-    ``experts`` layer's weights to one member at a time; None without such
-    a layer."""
+    in the pipe's order, back matter forced to "other" as the pipe does) over
+    the kept sentences of ``docs``, by member name (the first member:
+    ``NETWORK``; the abstracts' member on the papers' abstracts), all from one
+    pass of the pipeline: the ``experts`` layer's forward is wrapped so that
+    every member runs on every batch once and the mixture then reuses those
+    outputs. ``scores`` / ``vectors``: lists that receive ``pipeline_scores``'
+    output and vectors of the same pass (the pipeline as it is). None without
+    an ``experts`` layer."""
+    from spacy_rhetoric.ml.sections import forced_rows
+
     clf = nlp.get_pipe("rhetoric_function_classifier")
     nodes = [n for n in clf.model.walk() if n.name == "experts"]
     if not nodes:
         return None
-    node, labels = nodes[0], list(clf.labels)
-    saved = node.attrs["weights"]
-    out = {}
+    node, n_labels = nodes[0], len(clf.labels)
+    force = next((n for n in clf.model.walk() if "forced_sections" in n.attrs), None)
+    names = [NETWORK if i == 0 else member.name for i, member in enumerate(node.layers)]
+    forward, batches = node._func, []
+
+    def capture(model, X, is_train):
+        if is_train:
+            return forward(model, X, is_train)
+        outs = [member.predict(X) for member in model.layers]
+        probs = numpy.stack([model.ops.to_numpy(out)[:, :n_labels] for out in outs]).astype("float32")
+        rows, label = forced_rows(force, X) if force is not None else ([], None)
+        if rows and label is not None:
+            probs[:, rows, :] = 0.0
+            probs[:, rows, label] = 1.0
+        batches.append(probs)
+        saved = [member._func for member in model.layers]
+        for member, out in zip(model.layers, outs):  # the mixture below reuses this pass's outputs
+            member._func = lambda _model, _X, is_train, out=out: (out, lambda dY: dY)
+        try:
+            return forward(model, X, is_train)
+        finally:
+            for member, func in zip(model.layers, saved):
+                member._func = func
+
+    node._func = capture
     try:
-        for i, (name, member) in enumerate(zip(node.attrs["names"], node.layers)):
-            # this member alone on every scope; it computes the rows it speaks on (the abstracts' member: the
-            # papers' abstracts, as the shipped weights have it), the others are uniform and unused
-            node.attrs["weights"] = {scope: {name: 1.0} for scope in saved}
-            out[NETWORK if i == 0 else member.name] = numpy.asarray(
-                [[scores.get(label, 0.0) for label in labels]
-                 for doc_scores in pipeline_scores(nlp, docs) for scores in doc_scores])
+        found = pipeline_scores(nlp, docs, vectors=vectors)
     finally:
-        node.attrs["weights"] = saved
-    return out
+        node._func = forward
+    if scores is not None:
+        scores.extend(found)
+    stacked = numpy.concatenate(batches, axis=1) if batches else numpy.zeros((len(names), 0, n_labels), "f")
+    if stacked.shape[1] != sum(len(d) for d in found):
+        raise SystemExit(f"member_probabilities: {stacked.shape[1]} rows for {sum(len(d) for d in found)} sentences")
+    return dict(zip(names, stacked))
+
+
+def mixture_labels(probs: Dict[str, numpy.ndarray], weights: Dict[str, float], labels: List[str],
+                   rows: List[Dict]) -> List[str]:
+    """The label of each row (``sentence_rows``, the order of ``member_probabilities``) under the mixture
+    ``weights`` (member name -> weight; the abstracts' member speaks on abstracts only), normalised per row."""
+    abstract = numpy.asarray([r["section"] == "abstract" for r in rows], dtype="f")[:, None]
+    speaks = {m: abstract if m == ABSTRACTS else 1.0 for m in weights}
+    mixed = sum(w * speaks[m] * probs[m] for m, w in weights.items())
+    mixed = mixed / sum(w * speaks[m] for m, w in weights.items())
+    return [labels[int(k)] for k in mixed.argmax(axis=1)]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -483,11 +524,7 @@ def main(argv=None) -> int:
                 continue  # a member these models do not have
             def mixture(fold, train, test, test_docs, weights=weights):
                 labels = list(models[fold].get_pipe("rhetoric_function_classifier").labels)
-                abstract = numpy.asarray([r["section"] == "abstract" for r in test], dtype="f")[:, None]
-                speaks = {m: abstract if m == ABSTRACTS else 1.0 for m in weights}
-                mixed = sum(w * speaks[m] * probs[fold][m] for m, w in weights.items())
-                mixed = mixed / sum(w * speaks[m] for m, w in weights.items())
-                return [labels[int(k)] for k in mixed.argmax(axis=1)]
+                return mixture_labels(probs[fold], weights, labels, test)
 
             run(f"members: {name}", mixture)
 

@@ -1,0 +1,64 @@
+"""benchmarks/fullpaper's member rows (bench_fullpaper.member_probabilities, mixture_labels) on a tiny
+full-paper mixture (network + TF-IDF members): one pass of the pipeline gives each member's probabilities
+exactly as running the mixture with that member alone does, back matter forced to "other" for every member,
+and the pass's own labels are the mixture of those probabilities."""
+import importlib.util
+from pathlib import Path
+
+import numpy
+import pytest
+from test_sections import FULL, train_nlp
+
+SPEC = importlib.util.spec_from_file_location(
+    "bench_fullpaper", Path(__file__).resolve().parent.parent / "benchmarks" / "fullpaper" / "bench_fullpaper.py")
+bench = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(bench)
+
+
+def papers(nlp):
+    from test_sections import sectioned_doc
+
+    return [sectioned_doc(nlp, ["Parsing is old.", "These numbers are given in the table.", "We build a parser."],
+                          ["introduction", "results", "method"], ["1 Introduction", "4 Results", "3 Method"]),
+            sectioned_doc(nlp, ["We build a parser.", "Thanks to all."], ["method", "other"],
+                          ["3 Method", "Acknowledgments"])]
+
+
+def one_member_at_a_time(nlp, docs, node, name):
+    saved = node.attrs["weights"]
+    node.attrs["weights"] = {scope: {name: 1.0} for scope in saved}
+    try:
+        labels = list(nlp.get_pipe("rhetoric_function_classifier").labels)
+        return numpy.asarray([[s[label] for label in labels] for d in bench.pipeline_scores(nlp, docs) for s in d])
+    finally:
+        node.attrs["weights"] = saved
+
+
+@pytest.mark.slow  # trains the tiny mixture 60 steps
+def test_member_probabilities_one_pass_matches_each_member_alone():
+    nlp = train_nlp(**FULL)
+    docs = papers(nlp)
+    clf = nlp.get_pipe("rhetoric_function_classifier")
+    node = next(n for n in clf.model.walk() if n.name == "experts")
+    forward, member_funcs = node._func, [m._func for m in node.layers]
+    scores = []
+    probs = bench.member_probabilities(nlp, docs, scores=scores)
+    assert node._func is forward and [m._func for m in node.layers] == member_funcs  # unwrapped again
+    assert set(probs) == {"network", "tfidf_expert", "tfidf_expert_others"}
+    labels = list(clf.labels)
+    for name in ("network", "tfidf_expert"):
+        assert probs[name].shape == (5, len(labels))
+        assert numpy.allclose(probs[name], one_member_at_a_time(nlp, docs, node, "network" if name == "network"
+                                                                else "tfidf"), atol=1e-5)
+        assert probs[name][4].tolist() == [1.0 if label == "other" else 0.0 for label in labels]  # back matter
+    # the pass's own labels: the shipped mixture of the members it captured (paper body: 0.5 / 0.5)
+    rows = [{"section": s} for s in ("introduction", "results", "method", "method", "other")]
+    mixed = bench.mixture_labels(probs, {"network": 0.5, "tfidf_expert": 0.5}, labels, rows)
+    assert mixed == [max(s, key=s.get) for d in scores for s in d]
+    assert len(scores) == 2 and len(scores[0]) == 3
+    plain = bench.pipeline_scores(nlp, docs)  # the wrapped pass scored as an unwrapped one does
+    assert all(numpy.allclose([a[k] for k in labels], [b[k] for k in labels], atol=1e-6)
+               for da, db in zip(scores, plain) for a, b in zip(da, db))
+    # one member alone: its own argmax
+    assert bench.mixture_labels(probs, {"network": 1.0}, labels, rows) == [
+        labels[int(i)] for i in probs["network"].argmax(axis=1)]
