@@ -5,8 +5,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Dict, Set
 
+import spacy
+from spacy.training import Example
 from spacy.util import registry
 from thinc.api import Config
+
+from spacy_rhetoric.extensions import HEADING, set_span_values
+from spacy_rhetoric.readers.common import doc_from_sentences
 
 # The ablation configs the benchmarks train (not shipped: configs/ holds those).
 BENCHMARK_CONFIGS = Path(__file__).resolve().parent.parent / "benchmarks" / "common" / "configs"
@@ -236,3 +241,68 @@ def four_papers_pipeline():
     for _ in range(10):
         nlp.update(examples, sgd=optimizer, losses={})
     return nlp
+
+
+# -- a tiny section-aware classifier and its papers (test_sections, test_bench_members) --
+CLASSIFIER = "rhetoric_function_classifier"
+FULL_PAPER = "spacy_rhetoric.FullPaperSentenceClassifier.v4"
+TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 32, "depth": 1,
+           "embed_size": 500, "window_size": 1, "maxout_pieces": 2, "subword_features": True}
+
+
+def model_config(**kwargs):
+    config = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "pooling": "mean",
+              "width": 32, "depth": 1, "dropout": 0.0, "tok2vec": TOK2VEC}
+    if kwargs.get("@architectures") == FULL_PAPER:  # the network's arguments go to its block
+        network = {k: v for k, v in config.items() if k != "@architectures"}
+        network.update(kwargs["network"])
+        return dict(kwargs, network=network)
+    config.update(kwargs)
+    return config
+
+
+def sectioned_doc(nlp, sentences, sections, headings, labels=None):
+    doc = doc_from_sentences(nlp, sentences, labels=labels, sections=sections)
+    set_span_values(doc, HEADING, list(doc.sents), headings)
+    return doc
+
+
+# the same sentence, labelled by its section
+SAME = "These numbers are given in the table."
+TRAIN = [
+    ([SAME, "We build a parser."], ["results", "method"], ["4 Results", "3 Method"], ["result", "method"]),
+    ([SAME, "Parsing is old."], ["introduction", "introduction"], ["1 Introduction"] * 2,
+     ["background", "background"]),
+    (["We build a parser.", SAME], ["method", "results"], ["3 Method", "4 Results"], ["method", "result"]),
+    (["Parsing is old.", SAME], ["introduction", "introduction"], ["1 Introduction"] * 2,
+     ["background", "background"]),
+    (["Thanks to all.", "We build a parser."], ["other", "method"], ["Acknowledgments", "3 Method"],
+     ["other", "method"]),
+]
+
+
+def train_nlp(**model_kwargs):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(CLASSIFIER, config={"model": model_config(**model_kwargs)})
+    examples = []
+    for sents, sections, headings, labels in TRAIN:
+        ref = sectioned_doc(nlp, sents, sections, headings, labels)
+        pred = sectioned_doc(nlp, sents, sections, headings)
+        examples.append(Example(pred, ref))
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    return nlp
+
+
+# the full-paper mixture with TF-IDF members only (every TRAIN doc is a paper: the abstracts' is not fitted)
+FULL = {"@architectures": FULL_PAPER,
+        "network": {"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1", "section_scale": 1.0,
+                    "acknowledgements": False, "ngram_size": 2, "ngram_length": 4096},
+        "members": {"tfidf": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1},
+                    "abstracts": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1,
+                                  "learn_from": "others", "use_sections": False}},
+        "weights": {"paper_body": {"network": 0.5, "tfidf": 0.5},
+                    "paper_abstract": {"network": 0.4, "tfidf": 0.3, "abstracts": 0.3},
+                    "other_docs": {"network": 0.5, "abstracts": 0.5}}}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy
 import pytest
-from test_sections import FULL, train_nlp
+from helpers import FULL, sectioned_doc, train_nlp
 
 SPEC = importlib.util.spec_from_file_location(
     "bench_fullpaper", Path(__file__).resolve().parent.parent / "benchmarks" / "fullpaper" / "bench_fullpaper.py")
@@ -16,8 +16,6 @@ SPEC.loader.exec_module(bench)
 
 
 def papers(nlp):
-    from test_sections import sectioned_doc
-
     return [sectioned_doc(nlp, ["Parsing is old.", "These numbers are given in the table.", "We build a parser."],
                           ["introduction", "results", "method"], ["1 Introduction", "4 Results", "3 Method"]),
             sectioned_doc(nlp, ["We build a parser.", "Thanks to all."], ["method", "other"],
