@@ -246,8 +246,7 @@ def four_papers_pipeline():
 # -- a tiny section-aware classifier and its papers (test_sections, test_bench_members) --
 CLASSIFIER = "rhetoric_function_classifier"
 FULL_PAPER = "spacy_rhetoric.FullPaperSentenceClassifier.v4"
-TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 32, "depth": 1,
-           "embed_size": 500, "window_size": 1, "maxout_pieces": 2, "subword_features": True}
+TOK2VEC = dict(SMALL_TOK2VEC, maxout_pieces=2)
 
 
 def model_config(**kwargs):

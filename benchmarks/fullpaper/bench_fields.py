@@ -61,6 +61,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy
 from bench_fullpaper import (
     MEMBER_MIXTURES,
+    best_labels,
     kept_sentences,
     lookup_label,
     member_probabilities,
@@ -115,7 +116,7 @@ def cv_model_rows(cv_dir: Path, docs, rows: List[Dict], members: Optional[Dict[s
             if probs is None:
                 raise SystemExit(f"--member-rows: the model at {path} has no mixture members")
             members[fold] = {"probs": probs, "labels": list(nlp.get_pipe("rhetoric_function_classifier").labels)}
-            preds = [[max(s, key=s.get) if s else None for s in doc_scores] for doc_scores in scores]
+            preds = best_labels(scores)
         by_doc.update(zip(index, preds))
         kept = {"vectors": [], "labels": []}
         for i, doc_vectors in zip(index, fold_vectors):

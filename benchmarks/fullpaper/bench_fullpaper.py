@@ -188,9 +188,13 @@ def pipeline_predictions(nlp, docs, *, hide_sections: bool = False,
                          vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None,
                          scores_field: str = "scores") -> List[List[Optional[str]]]:
     """One label per sentence (``pipeline_scores``' best; None without scores)."""
-    return [[max(scores, key=scores.get) if scores else None for scores in doc_scores]
-            for doc_scores in pipeline_scores(nlp, docs, hide_sections=hide_sections, vectors=vectors,
-                                              scores_field=scores_field)]
+    return best_labels(pipeline_scores(nlp, docs, hide_sections=hide_sections, vectors=vectors,
+                                       scores_field=scores_field))
+
+
+def best_labels(scores: List[List[Dict[str, float]]]) -> List[List[Optional[str]]]:
+    """Per paper, each sentence's best label in ``pipeline_scores``' output (None without scores)."""
+    return [[max(s, key=s.get) if s else None for s in doc_scores] for doc_scores in scores]
 
 
 def vector_rows(fold_vectors: Dict[str, List[numpy.ndarray]], fold_labels: Dict[str, List[str]]
