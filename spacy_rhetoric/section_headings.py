@@ -53,6 +53,12 @@ CATEGORIES = (TITLE, ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONC
 # heading), and what a section-aware classifier sees for a sentence without a
 # section (plain text, PMC-Sents-FULL).
 UNKNOWN = "unknown"
+# What it says of such a heading between the paper's introduction (or another
+# body section: related work, method, results) and its conclusion or back
+# matter: the body of the paper, where its own work is described
+# ("2 Structure of the Literature Graph", "3 Theory", "Synthesis of ...").
+BODY = "body"
+INTRO_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS)
 
 RULES_FILE = "section_rules.json"
 MODEL_FILE = "section_model.json"
@@ -350,8 +356,25 @@ BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
 # Every name sentence_sections gives; the one-hot order of ml/sections.py (never reorder: trained
 # models depend on it).
 SENTENCE_SECTIONS = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
-                     BACK_MATTER, UNKNOWN)
+                     BACK_MATTER, UNKNOWN, BODY)
 _SENTENCE_SECTION_SET = frozenset(SENTENCE_SECTIONS)
+
+
+def body_between(categories: Sequence[Optional[str]]) -> List[Optional[str]]:
+    """``categories`` of a paper's headings in reading order (None: no
+    heading) with every ``unknown`` between the first introduction-type
+    heading (``INTRO_SECTIONS``) and the first conclusion or back-matter
+    (``other``) heading after it called ``body``; the rest as they are (no
+    introduction, or a topical heading after the conclusion: ``unknown``)."""
+    out = list(categories)
+    first = next((i for i, c in enumerate(out) if c in INTRO_SECTIONS), None)
+    if first is None:
+        return out
+    end = next((i for i in range(first + 1, len(out)) if out[i] in (CONCLUSION, OTHER)), len(out))
+    for i in range(first + 1, end):
+        if out[i] == UNKNOWN:
+            out[i] = BODY
+    return out
 
 
 def token_values(doc: Doc, field: str) -> List[Optional[str]]:

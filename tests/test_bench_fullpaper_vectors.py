@@ -112,3 +112,15 @@ def test_st_row_fine_tunes_minilm_for_real():
     assert result["losses"]["train1"]["steps"] == 1
     assert 0.0 <= result["mean"]["p_at_1"] <= 1.0 and result["folds"]["train2"]["sentences"] == 12
     assert bench_vectors.MODEL == bench.RAW_MODEL
+
+
+def test_folds_option_checks_names_before_reading_data(tmp_path, capsys):
+    """--folds (a partial CV run) takes only fold names, and is refused with
+    --st-steps, which fine-tunes on the other folds; both before any data is read."""
+    missing = tmp_path / "no-data"
+    for argv, message in ((["--folds", "fold1"], "--folds"), (["--folds"], "--folds"),
+                          (["--folds", "train1", "--vectors", "--st-steps", "5"], "--st-steps")):
+        with pytest.raises(SystemExit):
+            bench.parse_args(["--data", str(missing), *argv])
+        assert message in capsys.readouterr().err
+    assert bench.parse_args(["--data", str(missing), "--folds", "train1", "train2"]).folds == ["train1", "train2"]

@@ -127,7 +127,21 @@ def test_tag_heading_public_api():
     assert tagger.tag_heading("Acknowledgments") == "other"
     assert tagger.tag_heading("2. Materials and Methods") == "method"
     assert tagger.tag_heading("Experimental") == "method"
-    assert set(tagger.labels) == set(CATEGORIES) | {"unknown"}
+    assert set(tagger.labels) == set(CATEGORIES) | {"unknown", "body"}
+
+
+def test_topical_headings_between_introduction_and_conclusion_are_body():
+    tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger")
+    headings = ["Abstract", "1 Introduction", "2 Structure of The Literature Graph", "2.1 Node Types",
+                "Entity linking", "3 Theory", "4 Conclusion", "5 Where next", "References"]
+    assert tagger.tag_headings(headings) == [
+        "abstract", "introduction", "body", "body", "body", "body", "conclusion", "unknown", "other"]
+    # no introduction: nothing says where the body is
+    assert tagger.tag_headings(["Electrochemical Performance", "2 Theory"]) == ["unknown", "unknown"]
+    # the body starts at any body section, ends at back matter without a conclusion
+    assert tagger.tag_headings(["Methods", "Synthesis of 3", "Acknowledgements", "Extra"]) == [
+        "method", "body", "other", "other"]
+    assert tagger.tag_headings([None, "Introduction", None, "Theory"]) == [None, "introduction", None, "body"]
 
 
 def test_unmatched_model_keeps_the_learned_classifier():

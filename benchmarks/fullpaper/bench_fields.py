@@ -42,6 +42,9 @@ within each fold (P@1, MAP@R; ``bench_fullpaper.vector_rows``); with
 ``bench_fullpaper.MEMBER_MIXTURES``, from the members' probabilities of the
 same pass (``bench_fullpaper.member_probabilities``). Its MuLMS-AZ
 rows come from ``bench_fullpaper.py --cv-dir DIR`` (the same models).
+``--folds fold1 fold2``: only those ART folds' models and papers (a partial
+``run_fullpaper_cv.sh`` run with ``FOLDS="train1 train2"``); the baseline rows
+stay those of every fold.
 ``--coresc-cv-dir DIR``: the CoreSC classifier (``configs/coresc_classifier.cfg``)
 trained per ART fold by ``CORESC=only run_fullpaper_cv.sh``, its fine labels
 scored against the experts' 11 concepts (accuracy, macro-F1) beside the same
@@ -86,14 +89,14 @@ def art_fold_names(docs) -> List[str]:
     return coresc_folds(docs, n_folds=ART_FOLDS, seed=ART_SEED)
 
 
-def cv_model_rows(cv_dir: Path, docs, rows: List[Dict], members: Optional[Dict[str, Dict]] = None
-                  ) -> Tuple[List[str], Dict[str, Dict[str, List]]]:
+def cv_model_rows(cv_dir: Path, docs, rows: List[Dict], members: Optional[Dict[str, Dict]] = None,
+                  only: Optional[List[str]] = None) -> Tuple[List[str], Dict[str, Dict[str, List]]]:
     """The per-fold models of ``run_fullpaper_cv.sh`` with ``CORESC=1`` (``<cv_dir>/trainK/model/model-last``,
     trained without ART fold ``foldK``), each run on its held-out ART papers: one label per row of ``rows``
     (``sentence_rows`` of ``docs``), and per fold the sentence vectors and CoreSC concepts of the kept
     sentences with a concept (``bench_fullpaper.kept_sentences``, the same pass). ``members``: a dict that
     receives per fold each mixture member's probabilities over the fold's rows and the pipe's labels
-    (``bench_fullpaper.member_probabilities``, the same pass)."""
+    (``bench_fullpaper.member_probabilities``, the same pass). ``only``: these ART folds (``rows`` are theirs)."""
     import spacy
 
     from spacy_rhetoric.extensions import FINE_LABEL, get_span_value
@@ -101,7 +104,7 @@ def cv_model_rows(cv_dir: Path, docs, rows: List[Dict], members: Optional[Dict[s
     folds = art_fold_names(docs)
     by_doc: Dict[int, List[str]] = {}
     vectors: Dict[str, Dict[str, List]] = {}
-    for fold in sorted(set(folds)):
+    for fold in sorted(set(folds) & set(only or folds)):
         path = cv_dir / f"train{fold[len('fold'):]}" / "model" / "model-last"
         if not path.exists():
             raise SystemExit(f"--cv-dir: no model for ART {fold} at {path} (run_fullpaper_cv.sh with CORESC=1)")
@@ -302,8 +305,12 @@ def main(argv=None) -> int:
     parser.add_argument("--member-rows", action="store_true",
                         help="with --cv-dir: each mixture member alone and bench_fullpaper's MEMBER_MIXTURES on ART "
                              "(the same pass)")
+    parser.add_argument("--folds", nargs="*", default=None, metavar="FOLD",
+                        help="with --cv-dir: only these ART folds (fold1..fold5) and their models (a partial run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.folds and not set(args.folds) <= {f"fold{k}" for k in range(1, ART_FOLDS + 1)}:
+        parser.error(f"--folds: use some of fold1..fold{ART_FOLDS}")
     if args.pipeline_only and not (args.pipeline or args.cv_dir or args.coresc_cv_dir):
         parser.error("--pipeline-only needs --pipeline, --cv-dir or --coresc-cv-dir")
 
@@ -341,8 +348,10 @@ def main(argv=None) -> int:
     if args.cv_dir:
         t0 = time.time()
         docs, rows = corpora["ART"]
+        if args.folds:
+            rows = [r for r in rows if r["fold"] in args.folds]
         members: Optional[Dict[str, Dict]] = {} if args.member_rows else None
-        preds, fold_vectors = cv_model_rows(args.cv_dir, docs, rows, members=members)
+        preds, fold_vectors = cv_model_rows(args.cv_dir, docs, rows, members=members, only=args.folds)
         report_row(results, "ART", f"full-paper classifier {args.cv_dir}: all fields (ART CV + MuLMS-AZ + "
                    "CSAbstruct)", scored_folds(rows, preds), time.time() - t0)
         if members:
@@ -360,7 +369,7 @@ def main(argv=None) -> int:
 
     report = {
         "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": round(time.time() - started),
-        "art_folds": {"n_folds": ART_FOLDS, "seed": ART_SEED},
+        "art_folds": {"n_folds": ART_FOLDS, "seed": ART_SEED, "scored": args.folds or "all"},
         "corpora": {c: {"papers": len(docs), "scored": sum(r["scored"] for r in rows),
                         "single": sum(r["scored"] and r["single"] for r in rows)}
                     for c, (docs, rows) in corpora.items()},

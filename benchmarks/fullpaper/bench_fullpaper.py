@@ -43,6 +43,8 @@ against all-MiniLM-L6-v2 fine-tuned per fold on the training folds' zoned
 sentences with sentence-transformers' ``BatchAllTripletLoss`` for N steps
 (``benchmarks/encoder/bench_vectors.py``'s ``finetune_triplets``: P x K
 batches of ``--st-batch-size`` sentences, AdamW 2e-5, seeded).
+``--folds train1 train2``: every row on those folds only (a partial
+``run_fullpaper_cv.sh`` run with ``FOLDS``; not with ``--st-steps``).
 
     python benchmarks/fullpaper/bench_fullpaper.py --data ../shared/data --cv-dir training/fullpaper_cv \\
         --demo-pipeline training/old_demo_pipeline --out benchmarks/fullpaper/results/fullpaper_cv.json
@@ -54,7 +56,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -295,12 +297,13 @@ def st_vector_rows(docs, *, steps: int, batch_size: int, seed: int = 0) -> Dict[
     return result
 
 
-def cv_rows(run, docs, name: str, cv_dir: Path) -> Dict[str, List[Optional[numpy.ndarray]]]:
-    """``run`` the per-fold models of ``cv_dir`` with and without sections;
-    the sentence vectors of the pass with sections, by fold."""
+def cv_rows(run, docs, name: str, cv_dir: Path, folds: Sequence[str] = FOLDS
+            ) -> Dict[str, List[Optional[numpy.ndarray]]]:
+    """``run`` the per-fold models of ``cv_dir`` (``folds`` of them) with and
+    without sections; the sentence vectors of the pass with sections, by fold."""
     import spacy
 
-    models = {fold: spacy.load(cv_dir / fold / "model" / "model-last") for fold in FOLDS}
+    models = {fold: spacy.load(cv_dir / fold / "model" / "model-last") for fold in folds}
     fold_vectors: Dict[str, List[Optional[numpy.ndarray]]] = {}
     for hide in (False, True):
         def cv_fold(fold, train, test, test_docs, hide=hide):
@@ -431,10 +434,16 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="with --vectors: also all-MiniLM-L6-v2 fine-tuned per fold with sentence-transformers' "
                              "BatchAllTripletLoss for this many steps (0: not)")
     parser.add_argument("--st-batch-size", type=int, default=16)
+    parser.add_argument("--folds", nargs="*", default=list(FOLDS), metavar="FOLD",
+                        help="only these MuLMS-AZ folds (train1..train5), for every row: a partial --cv-dir run")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if not args.folds or not set(args.folds) <= set(FOLDS):
+        parser.error(f"--folds: use some of {', '.join(FOLDS)}")
     if args.st_steps < 0 or args.st_batch_size < 4:
         parser.error("--st-steps must be >= 0 and --st-batch-size >= 4")
+    if args.st_steps and len(args.folds) < len(FOLDS):
+        parser.error("--st-steps fine-tunes on the other folds: use every fold (no --folds)")
     if args.st_steps and not args.vectors:
         parser.error("--st-steps needs --vectors")
     if args.out:
@@ -461,7 +470,7 @@ def main(argv=None) -> int:
 
     def run(name, predict_fold):
         folds = {}
-        for fold in FOLDS:
+        for fold in args.folds:
             test_docs = [i for i, d in enumerate(docs) if get_doc_value(d, "fold") == fold]
             test = [r for r in rows if r["doc"] in set(test_docs)]
             train = [r for r in rows if r["doc"] not in set(test_docs)]
@@ -503,8 +512,9 @@ def main(argv=None) -> int:
 
     vector_results: Dict[str, Any] = {}
 
+    scored_docs = [d for d in docs if get_doc_value(d, "fold") in args.folds]
     if args.vectors:  # the baseline: plain all-MiniLM-L6-v2 vectors of the same sentences
-        vector_results[f"raw {RAW_MODEL}"] = raw_vector_rows(docs)
+        vector_results[f"raw {RAW_MODEL}"] = raw_vector_rows(scored_docs)
     if args.vectors and args.st_steps:
         vector_results[f"ST BatchAllTriplet fine-tune ({args.st_steps} steps)"] = st_vector_rows(
             docs, steps=args.st_steps, batch_size=args.st_batch_size)
@@ -512,14 +522,14 @@ def main(argv=None) -> int:
     for name, cv_dir in (("full-paper classifier before", args.cv_before), ("full-paper classifier", args.cv_dir)):
         if not cv_dir:
             continue
-        fold_vectors = cv_rows(run, docs, name, cv_dir)
+        fold_vectors = cv_rows(run, docs, name, cv_dir, args.folds)
         if args.vectors:
             vector_results[name] = zone_vector_rows(docs, fold_vectors)
 
     if args.member_rows and args.cv_dir:
-        models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in FOLDS}
+        models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in args.folds}
         probs = {}
-        for fold in FOLDS:
+        for fold in args.folds:
             test_docs = [docs[i] for i, d in enumerate(docs) if get_doc_value(d, "fold") == fold]
             probs[fold] = member_probabilities(models[fold], test_docs)
         have = set.intersection(*(set(p) for p in probs.values()))
@@ -533,7 +543,7 @@ def main(argv=None) -> int:
             run(f"members: {name}", mixture)
 
     report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": time.time() - started,
-              "papers": len(docs), "scored": sum(r["scored"] for r in rows),
+              "folds": list(args.folds), "papers": len(docs), "scored": sum(r["scored"] for r in rows),
               "single": sum(r["scored"] and r["single"] for r in rows), "rows": results}
     if vector_results:
         report["vectors_by_zone"] = vector_results

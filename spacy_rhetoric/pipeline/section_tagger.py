@@ -32,7 +32,12 @@ One heading is decided in this order (:meth:`SectionTagger.tag_headings`):
 4. otherwise, with ``unmatched = "unknown"`` (the default), the explicit
    outcome ``unknown``: a topical heading ("Electrochemical Performance",
    "2.2 Extrinsic Effects") says nothing about what its sentences do, and a
-   section-aware classifier then reads the sentences alone. With
+   section-aware classifier then reads the sentences alone; between the
+   paper's first introduction, related-work, method or results heading and
+   its conclusion or back matter such a heading is ``body``
+   (``section_headings.body_between``): the part of the paper where its own
+   work is described, whatever the field calls it ("2 Structure of the
+   Literature Graph", "3 Theory"). With
    ``unmatched = "model"`` the learned
    classifier decides (char n-gram TF-IDF + logistic regression, trained on
    the FeRoSA headings; ``model_path`` or the packaged model), ``other`` when
@@ -71,12 +76,14 @@ from ..extensions import (
 )
 from ..readers.ferosa import read_ferosa_headings
 from ..section_headings import (
+    BODY,
     CATEGORIES,
     OTHER,
     UNKNOWN,
     Heading,
     HeadingClassifier,
     HeadingRules,
+    body_between,
     parse_heading,
     train_heading_classifier,
 )
@@ -206,7 +213,7 @@ class SectionTagger(Pipe):
 
     @property
     def labels(self) -> Tuple[str, ...]:
-        return CATEGORIES + ((UNKNOWN,) if self.unmatched == UNKNOWN else ())
+        return CATEGORIES + ((UNKNOWN, BODY) if self.unmatched == UNKNOWN else ())
 
     # -------------------------------------------------------------- headings
     def tag_heading(self, heading: str) -> str:
@@ -249,7 +256,7 @@ class SectionTagger(Pipe):
                 by_number[heading.number] = category
                 last_numbered = category
             out.append(category)
-        return out
+        return body_between(out) if self.unmatched == UNKNOWN else out
 
     def _predict(self, texts: Iterable[str]) -> Dict[str, str]:
         texts = sorted(texts)
