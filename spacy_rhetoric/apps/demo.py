@@ -49,6 +49,7 @@ from spacy.tokens import Doc
 
 from ..io import PathError, check_input, check_output
 from ..resources import asset_path, config_path
+from ..section_headings import SENTENCE_SECTIONS
 from .assemble import CLASSIFIER, ENCODER, assemble, check_pipeline_output, save_pipeline
 
 DATA_ENV = "SPACY_RHETORIC_DATA"
@@ -149,10 +150,13 @@ def convert_csabstruct(jsonl: Path, output: Path) -> Path:
 
 
 def _stamp(config: Path, overrides: Dict[str, Any], inputs: List[Path]) -> str:
-    """What a trained model depends on: the config text, the overrides and
-    the size and mtime of the input files."""
+    """What a trained model depends on: the config text, the overrides, the
+    size and mtime of the input files and the section names its section
+    features are made of (``SENTENCE_SECTIONS``: a model trained before a
+    section name was added cannot load with the new width)."""
     return json.dumps({
         "config_sha1": hashlib.sha1(config.read_bytes()).hexdigest(),
+        "sections": list(SENTENCE_SECTIONS),
         "overrides": {k: str(v) for k, v in overrides.items()},
         "inputs": {str(p): [p.stat().st_size, p.stat().st_mtime_ns] for p in inputs},
     }, sort_keys=True)
@@ -320,13 +324,17 @@ def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
 def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
     """The classifier's training corpus (``readers.section_labels.write_fullpaper_corpus``:
     CSAbstruct train + the MuLMS-AZ papers) under ``output``; kept if newer
-    than every input."""
+    than every input and made with the same section names (``sections.json``:
+    the sections of its sentences come from the section tagger of the time)."""
     from ..readers.section_labels import write_fullpaper_corpus
 
-    train, dev = output / "train.spacy", output / "dev.spacy"
+    train, dev, marker = output / "train.spacy", output / "dev.spacy", output / "sections.json"
     newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms) if p is not None)
-    if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
+    same_sections = marker.exists() and marker.read_text(encoding="utf8") == json.dumps(list(SENTENCE_SECTIONS))
+    if not (same_sections and train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
+        marker.unlink(missing_ok=True)
         counts = write_fullpaper_corpus(data.train, data.dev, data.mulms, output)
+        marker.write_text(json.dumps(list(SENTENCE_SECTIONS)), encoding="utf8")
         print(f"  built {output}: train {counts['train']['sentences']} sentences "
               f"({counts['train']['csabstruct']} CSAbstruct abstracts, {counts['train']['mulms_papers']} MuLMS-AZ "
               f"papers), dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
