@@ -356,7 +356,7 @@ BODY_SECTIONS = (INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION)
 # Every name sentence_sections gives; the one-hot order of ml/sections.py (never reorder: trained
 # models depend on it).
 SENTENCE_SECTIONS = (ABSTRACT, INTRODUCTION, RELATED_WORK, METHOD, RESULTS, CONCLUSION, TITLE, OTHER,
-                     BACK_MATTER, UNKNOWN, BODY)
+                     BACK_MATTER, UNKNOWN)
 _SENTENCE_SECTION_SET = frozenset(SENTENCE_SECTIONS)
 
 
@@ -375,6 +375,16 @@ def body_between(categories: Sequence[Optional[str]]) -> List[Optional[str]]:
         if out[i] == UNKNOWN:
             out[i] = BODY
     return out
+
+
+def feature_section(section: Optional[str]) -> Optional[str]:
+    """The section a classifier reads for the tagger's ``section``: ``body``
+    reads ``unknown``. The tagger tells the user where a sentence is; as a
+    feature of the classifier ``body`` gave nothing its position features
+    did not (RESULTS.md [C33]: the same ART and MuLMS-AZ figures, one
+    sample-paper sentence fewer in the demo), so the trained models keep
+    the sections they were made with."""
+    return UNKNOWN if section == BODY else section
 
 
 def token_values(doc: Doc, field: str) -> List[Optional[str]]:
@@ -410,7 +420,8 @@ def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[i
     abstract from the first back-matter heading on (``is_back_matter_heading``)
     is ``back matter``. With ``ends`` (``acknowledgements`` of the
     classifier), a thank-you or funding sentence (``is_acknowledgement``)
-    outside the abstract is back matter too."""
+    outside the abstract is back matter too. ``body`` reads ``unknown``
+    (``feature_section``)."""
     sections = token_values(doc, SECTION)
     headings = token_values(doc, HEADING)
     # back matter from the first back-matter heading on
@@ -425,7 +436,7 @@ def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[i
     out = []
     for k, start in enumerate(starts):
         start = int(start)
-        section = sections[start] if start < len(doc) else None
+        section = feature_section(sections[start]) if start < len(doc) else None
         if section not in BODY_SECTIONS and section != ABSTRACT and start >= first_back:
             out.append(BACK_MATTER)
         elif ends is not None and section != ABSTRACT and is_acknowledgement(doc[start:int(ends[k])].text):

@@ -144,6 +144,22 @@ def test_topical_headings_between_introduction_and_conclusion_are_body():
     assert tagger.tag_headings([None, "Introduction", None, "Theory"]) == [None, "introduction", None, "body"]
 
 
+def test_body_is_what_users_read_and_unknown_what_the_classifier_reads():
+    from spacy_rhetoric.evaluation.fullpaper import sentence_rows
+    from spacy_rhetoric.section_headings import SENTENCE_SECTIONS, sentence_sections
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("rhetoric_section_tagger")
+    paper = [("1 Introduction", ["Graphs matter."]), ("2 Structure of the Graph", ["The graph has edges."]),
+             ("3 Conclusion", ["We built it."])]
+    doc = nlp(paper_doc(nlp, paper=paper))
+    assert [s._.rhetoric_section for s in doc.sents] == ["introduction", "body", "conclusion"]
+    assert sentence_sections(doc, [s.start for s in doc.sents]) == ["introduction", "unknown", "conclusion"]
+    assert [r["section"] for r in sentence_rows([doc])] == ["introduction", "unknown", "conclusion"]
+    assert "body" not in SENTENCE_SECTIONS  # the classifier's section features keep their width
+
+
 def test_unmatched_model_keeps_the_learned_classifier():
     tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger", config={"unmatched": "model"})
     assert tagger.tag_heading("Hierarchical phrase-based translation") == "method"  # classifier

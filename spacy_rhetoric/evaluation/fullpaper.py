@@ -47,11 +47,12 @@ def sentence_rows(docs) -> List[Dict]:
     """One row per non-blank sentence of each paper (all sentences: context
     for the baselines), with what the baselines and :func:`score` need."""
     from ..extensions import get_doc_value, get_span_value
+    from ..section_headings import feature_section
 
     rows = []
     for d, doc in enumerate(docs):
         sents = [s for s in doc.sents if s.text.strip()]
-        sections = [get_span_value(s, "section") or "unknown" for s in sents]
+        sections = [feature_section(get_span_value(s, "section")) or "unknown" for s in sents]
         headings = [get_span_value(s, "heading") or "" for s in sents]
         runs, start = [], 0
         for i in range(1, len(sents) + 1):

@@ -37,7 +37,8 @@ One heading is decided in this order (:meth:`SectionTagger.tag_headings`):
    its conclusion or back matter such a heading is ``body``
    (``section_headings.body_between``): the part of the paper where its own
    work is described, whatever the field calls it ("2 Structure of the
-   Literature Graph", "3 Theory"). With
+   Literature Graph", "3 Theory"); the function classifier reads ``body``
+   as ``unknown`` (``section_headings.feature_section``). With
    ``unmatched = "model"`` the learned
    classifier decides (char n-gram TF-IDF + logistic regression, trained on
    the FeRoSA headings; ``model_path`` or the packaged model), ``other`` when
