@@ -420,8 +420,9 @@ def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[i
     abstract from the first back-matter heading on (``is_back_matter_heading``)
     is ``back matter``. With ``ends`` (``acknowledgements`` of the
     classifier), a thank-you or funding sentence (``is_acknowledgement``)
-    outside the abstract is back matter too. ``body`` reads ``unknown``
-    (``feature_section``)."""
+    outside the abstract is back matter too. ``body`` is no
+    ``SENTENCE_SECTIONS`` name: it reads ``unknown``, as ``feature_section``
+    says."""
     sections = token_values(doc, SECTION)
     headings = token_values(doc, HEADING)
     # back matter from the first back-matter heading on
@@ -436,7 +437,7 @@ def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[i
     out = []
     for k, start in enumerate(starts):
         start = int(start)
-        section = feature_section(sections[start]) if start < len(doc) else None
+        section = sections[start] if start < len(doc) else None
         if section not in BODY_SECTIONS and section != ABSTRACT and start >= first_back:
             out.append(BACK_MATTER)
         elif ends is not None and section != ABSTRACT and is_acknowledgement(doc[start:int(ends[k])].text):

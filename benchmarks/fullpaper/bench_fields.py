@@ -309,7 +309,7 @@ def main(argv=None) -> int:
                         help="with --cv-dir: only these ART folds (fold1..fold5) and their models (a partial run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if args.folds and not set(args.folds) <= {f"fold{k}" for k in range(1, ART_FOLDS + 1)}:
+    if args.folds is not None and not (args.folds and set(args.folds) <= {f"fold{k}" for k in range(1, ART_FOLDS + 1)}):
         parser.error(f"--folds: use some of fold1..fold{ART_FOLDS}")
     if args.pipeline_only and not (args.pipeline or args.cv_dir or args.coresc_cv_dir):
         parser.error("--pipeline-only needs --pipeline, --cv-dir or --coresc-cv-dir")

@@ -324,17 +324,13 @@ def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
 def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
     """The classifier's training corpus (``readers.section_labels.write_fullpaper_corpus``:
     CSAbstruct train + the MuLMS-AZ papers) under ``output``; kept if newer
-    than every input and made with the same section names (``sections.json``:
-    the sections of its sentences come from the section tagger of the time)."""
+    than every input."""
     from ..readers.section_labels import write_fullpaper_corpus
 
-    train, dev, marker = output / "train.spacy", output / "dev.spacy", output / "sections.json"
+    train, dev = output / "train.spacy", output / "dev.spacy"
     newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms) if p is not None)
-    same_sections = marker.exists() and marker.read_text(encoding="utf8") == json.dumps(list(SENTENCE_SECTIONS))
-    if not (same_sections and train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
-        marker.unlink(missing_ok=True)
+    if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
         counts = write_fullpaper_corpus(data.train, data.dev, data.mulms, output)
-        marker.write_text(json.dumps(list(SENTENCE_SECTIONS)), encoding="utf8")
         print(f"  built {output}: train {counts['train']['sentences']} sentences "
               f"({counts['train']['csabstruct']} CSAbstruct abstracts, {counts['train']['mulms_papers']} MuLMS-AZ "
               f"papers), dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
