@@ -377,14 +377,15 @@ def body_between(categories: Sequence[Optional[str]]) -> List[Optional[str]]:
     return out
 
 
-def feature_section(section: Optional[str]) -> Optional[str]:
-    """The section a classifier reads for the tagger's ``section``: ``body``
-    reads ``unknown``. The tagger tells the user where a sentence is; as a
-    feature of the classifier ``body`` gave nothing its position features
+def feature_section(section: Optional[str]) -> str:
+    """The section a classifier reads for the tagger's ``section``: a
+    ``SENTENCE_SECTIONS`` name, ``unknown`` for anything else (no section, a
+    raw heading, ``body``). The tagger tells the user where a sentence is; as
+    a feature of the classifier ``body`` gave nothing its position features
     did not (RESULTS.md [C33]: the same ART and MuLMS-AZ figures, one
-    sample-paper sentence fewer in the demo), so the trained models keep
-    the sections they were made with."""
-    return UNKNOWN if section == BODY else section
+    sample-paper sentence fewer in the demo), so the trained models keep the
+    sections they were made with."""
+    return section if section in _SENTENCE_SECTION_SET else UNKNOWN
 
 
 def token_values(doc: Doc, field: str) -> List[Optional[str]]:
@@ -420,9 +421,8 @@ def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[i
     abstract from the first back-matter heading on (``is_back_matter_heading``)
     is ``back matter``. With ``ends`` (``acknowledgements`` of the
     classifier), a thank-you or funding sentence (``is_acknowledgement``)
-    outside the abstract is back matter too. ``body`` is no
-    ``SENTENCE_SECTIONS`` name: it reads ``unknown``, as ``feature_section``
-    says."""
+    outside the abstract is back matter too. Any other section reads as
+    ``feature_section`` says (``body``: ``unknown``)."""
     sections = token_values(doc, SECTION)
     headings = token_values(doc, HEADING)
     # back matter from the first back-matter heading on
@@ -442,8 +442,6 @@ def sentence_sections(doc: Doc, starts: Sequence[int], ends: Optional[Sequence[i
             out.append(BACK_MATTER)
         elif ends is not None and section != ABSTRACT and is_acknowledgement(doc[start:int(ends[k])].text):
             out.append(BACK_MATTER)
-        elif section in _SENTENCE_SECTION_SET:
-            out.append(section)
         else:
-            out.append(UNKNOWN)
+            out.append(feature_section(section))
     return out

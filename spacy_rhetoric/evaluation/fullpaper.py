@@ -52,7 +52,7 @@ def sentence_rows(docs) -> List[Dict]:
     rows = []
     for d, doc in enumerate(docs):
         sents = [s for s in doc.sents if s.text.strip()]
-        sections = [feature_section(get_span_value(s, "section")) or "unknown" for s in sents]
+        sections = [feature_section(get_span_value(s, "section")) for s in sents]
         headings = [get_span_value(s, "heading") or "" for s in sents]
         runs, start = [], 0
         for i in range(1, len(sents) + 1):
