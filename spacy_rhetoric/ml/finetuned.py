@@ -127,8 +127,8 @@ class FinetunedEncoder:
         from ..util import resolve_hf_model, torch_device
 
         path = resolve_hf_model(model_name)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.encoder = AutoModel.from_pretrained(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        self.encoder = AutoModel.from_pretrained(path, trust_remote_code=False)
         layers = self.encoder.encoder.layer
         if not 0 <= int(frozen_layers) < len(layers):
             raise RhetoricError(f"frozen_layers must be in 0..{len(layers) - 1} for {model_name} "
