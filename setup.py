@@ -71,6 +71,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.CitationIntentCorpus.v1 = spacy_rhetoric.readers.corpora:citation_intent_corpus",
         "spacy_rhetoric.SciSummCorpus.v1 = spacy_rhetoric.readers.corpora:scisumm_corpus",
         "spacy_rhetoric.PaperCorpus.v1 = spacy_rhetoric.readers.corpora:paper_corpus",
+        "spacy_rhetoric.AZCorpus.v1 = spacy_rhetoric.readers.corpora:az_corpus",
         "spacy_rhetoric.SentenceCorpus.v1 = spacy_rhetoric.readers.corpora:sentence_corpus",
         "spacy_rhetoric.SectionLabelCorpus.v1 = spacy_rhetoric.readers.section_labels:section_label_corpus",
         "spacy_rhetoric.SectionLabelCorpus.v2 = spacy_rhetoric.readers.section_labels:section_label_corpus_v2",
