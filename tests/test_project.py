@@ -214,13 +214,16 @@ def test_assemble_takes_the_classifier_and_the_encoder_from_different_pipelines(
 BENCHMARKS = ROOT / "benchmarks"
 # not question folders: run outputs (git-ignored) and Python's caches
 BENCHMARK_SKIP = {"out", "__pycache__"}
+# the index of the question folders, and the manifest RESULTS.md is written from
+BENCHMARK_TOP_FILES = {"README.md", "results.toml"}
 
 
 def benchmark_layout_problems(root: Path):
     """What breaks the one-folder-per-question layout of `root` (benchmarks/): a
-    file at its top other than README.md, a question folder without a README.md."""
+    file at its top other than README.md and results.toml, a question folder
+    without a README.md."""
     problems = [f"loose at the top: {p.name}" for p in sorted(root.iterdir())
-                if p.is_file() and p.name != "README.md"]
+                if p.is_file() and p.name not in BENCHMARK_TOP_FILES]
     if not (root / "README.md").is_file():
         problems.append("no README.md (the index of the question folders)")
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
