@@ -118,7 +118,7 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
     shim = m.shims[0]
     assert shim.fitted and shim.cfg["classes"] == LABELS
     saved = srsly.msgpack_loads(shim.to_bytes())
-    assert isinstance(saved["tensors"], bytes) and saved["tensors"][8:9] == b"{"  # safetensors: length + JSON
+    assert isinstance(saved["weights"], bytes) and saved["weights"][8:9] == b"{"  # safetensors: length + JSON
     X = as_X([paper_doc(nlp, PAPER, labels=False)])
     probs = m.predict(X)
     assert numpy.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
@@ -137,15 +137,21 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
         out = on_device.predict(X_device)
         assert is_device_array(out)
         assert numpy.allclose(host(out), probs, atol=1e-5)
-    # tensors of another shape (e.g. saved with other frozen layers) are refused with a clear error
+    # a member stored the old way (top layers only) loads over the installed base model; tensors of another
+    # shape (e.g. saved with other frozen layers) are refused with a clear error
     from spacy_rhetoric.ml.finetuned import FinetunedShim
+    from spacy_rhetoric.ml.finetuned_io import top_tensors
 
-    saved["cfg"]["frozen_layers"] = 3
+    legacy = {"cfg": dict(saved["cfg"]), "tensors": top_tensors(shim._model)}
+    old = member().from_bytes(m.to_bytes())
+    old.shims[0].from_bytes(srsly.msgpack_dumps(legacy))
+    assert numpy.allclose(old.predict(X), probs, atol=1e-5)
+    legacy["cfg"]["frozen_layers"] = 3
     with pytest.raises(RhetoricError, match="do not fit"):
-        FinetunedShim().from_bytes(srsly.msgpack_dumps(saved))
+        FinetunedShim().from_bytes(srsly.msgpack_dumps(legacy))
     # no state outside the model: the torch modules go with it
     encoder = weakref.ref(m.shims[0]._model.encoder)
-    del m, shim, again, on_device
+    del m, shim, again, on_device, old
     gc.collect()
     assert encoder() is None
 
@@ -235,3 +241,75 @@ def test_the_frozen_layers_run_only_on_the_sentences_the_steps_read(monkeypatch,
     steps = round(epochs * (len(PAPER) // 2))
     assert seen == [min(len(PAPER), 2 * steps)]
     assert m.shims[0].fitted
+
+
+def _block_base_models(monkeypatch):
+    """Every way to the base model out of reach: the name resolution and
+    the mirror package raise, ``from_pretrained`` of a hub name or a path
+    that is not local raises, and so does any socket connection."""
+    import socket
+
+    import transformers
+
+    import spacy_rhetoric.util as util
+
+    def refuse(*args, **kwargs):
+        raise OSError("the base model is out of reach in this test")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(util, "resolve_hf_model", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    for auto in (transformers.AutoModel, transformers.AutoTokenizer):
+        original = auto.from_pretrained.__func__
+
+        def local_only(cls, path, *args, _original=original, **kwargs):
+            if not str(path).startswith(tempfile_root()):
+                refuse()
+            return _original(cls, path, *args, **kwargs)
+
+        monkeypatch.setattr(auto, "from_pretrained", classmethod(local_only))
+
+
+def tempfile_root():
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+def test_the_member_is_stored_whole_and_loads_without_its_base_model(tmp_path, monkeypatch):
+    """The fine-tuned member's state holds the whole encoder (weights with
+    their SHA-256, config, tokenizer files): it loads and predicts the same
+    with its base model gone and nothing reachable; a changed byte of the
+    weights is refused; the old state (top layers only) asks for the base
+    model or a retrain."""
+    import shutil
+
+    from helpers import save_tiny_bert
+
+    from spacy_rhetoric.ml.finetuned import FinetunedShim, finetuned_expert
+    from spacy_rhetoric.ml.finetuned_io import top_tensors
+
+    base = save_tiny_bert(tmp_path / "tiny-bert")
+    nlp = spacy.blank("en")
+
+    def member():
+        return finetuned_expert(str(base), epochs=2, batch_size=3, max_length=32, frozen_layers=0)
+
+    m = member()
+    fit_members([m], as_X([paper_doc(nlp, PAPER)]), [r[3] for r in PAPER], LABELS)
+    X = as_X([paper_doc(nlp, PAPER, labels=False)])
+    probs = m.predict(X)
+    data = m.to_bytes()
+    legacy = {"cfg": dict(m.shims[0].cfg), "tensors": top_tensors(m.shims[0]._model)}
+    shutil.rmtree(base)
+    _block_base_models(monkeypatch)
+    again = member().from_bytes(data)
+    assert numpy.array_equal(again.predict(X), probs)
+    saved = srsly.msgpack_loads(m.shims[0].to_bytes())
+    assert {"weights", "sha256", "config", "tokenizer"} <= set(saved) and "vocab.txt" in saved["tokenizer"]
+    tampered = bytearray(saved["weights"])
+    tampered[-1] ^= 1
+    with pytest.raises(RhetoricError, match="checksum"):
+        FinetunedShim().from_bytes(srsly.msgpack_dumps({**saved, "weights": bytes(tampered)}))
+    with pytest.raises(RhetoricError, match="retrain"):
+        FinetunedShim().from_bytes(srsly.msgpack_dumps(legacy))

@@ -37,10 +37,12 @@ chemistry papers beside 29 materials-science ones), or, with ``source_power``
 p > 0, so that each corpus's share is its size to the power p (temperature
 sampling: 0.5 gives the square roots); from one corpus, each epoch is a
 permutation. Nothing here is pickled: the
-trained tensors (the top layers and the linear layer) are stored as
-safetensors bytes in the member's state, with the base model's name and
-the settings; at prediction the base model is loaded offline
-(``util.resolve_hf_model``) and the tensors put back in.
+whole fine-tuned encoder (every layer's weights as safetensors bytes with
+their SHA-256, its config and its tokenizer files), the linear layer and the
+vector head are stored in the member's state with the settings
+(``ml/finetuned_io.py``), so a saved pipeline loads and predicts the same
+without the base model's package and without the network. The encoder
+itself (bottom and top layers, prediction): ``ml/finetuned_encoder.py``.
 
 The member is a fitted member (``ml/members.py``): the ``experts`` layer
 leaves it out of ``spacy train``'s updates and averages it in at prediction
@@ -62,11 +64,12 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from .devices import to_host
+from .finetuned_encoder import POOLINGS, FinetunedEncoder
+from .finetuned_io import encoder_from_state, encoder_state, legacy_encoder
 from .members import MemberShim, fitted_member, row_doc_values, row_values
 from .segments import sections_of, sentence_headings
 
 SEPARATOR = " | "
-POOLINGS = ("pair", "sentence")  # what the vector head averages (VectorHead.pooling)
 
 
 @dataclass
@@ -113,216 +116,6 @@ def pair_texts(X: Tuple[List[Doc], Ragged], texts: Sequence[str], context_chars:
             contexts.append(SEPARATOR.join([str(heading or ""), prev, nxt]))
         row += n
     return contexts
-
-
-class FinetunedEncoder:
-    """The base encoder, its tokenizer and the trained linear layer, on one
-    torch device; the bottom layers are run apart from the top ones."""
-
-    def __init__(self, model_name: str, frozen_layers: int, n_context: int, n_labels: int, max_length: int,
-                 vector_width: int = 0, vector_pooling: str = "pair"):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
-        from ..util import resolve_hf_model, torch_device
-
-        path = resolve_hf_model(model_name)
-        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        self.encoder = AutoModel.from_pretrained(path, trust_remote_code=False)
-        layers = self.encoder.encoder.layer
-        if not 0 <= int(frozen_layers) < len(layers):
-            raise RhetoricError(f"frozen_layers must be in 0..{len(layers) - 1} for {model_name} "
-                                f"({len(layers)} layers), got {frozen_layers}")
-        self.frozen = int(frozen_layers)
-        self._int8 = None
-        self.max_length = int(max_length)
-        width = self.encoder.config.hidden_size
-        self.head = torch.nn.Linear(width + n_context, n_labels)
-        # the vector head: the pooled trunk -> ``vector_width`` (none: 0)
-        self.vector_head = torch.nn.Linear(width, int(vector_width)) if vector_width else None
-        if vector_pooling not in POOLINGS:
-            raise RhetoricError(f"vector pooling is one of {POOLINGS}, got {vector_pooling!r}")
-        self.vector_pooling = vector_pooling
-        self.device = torch_device()
-        self.encoder.to(self.device).eval()
-        self.head.to(self.device)
-        if self.vector_head is not None:
-            self.vector_head.to(self.device)
-        for param in self.encoder.parameters():
-            param.requires_grad = False
-        for param in self.trainable().parameters():
-            param.requires_grad = True
-
-    def to_device(self, device) -> None:
-        """Move the encoder and the linear layer to the torch ``device``."""
-        import torch
-
-        self.device = torch.device(device)
-        self._int8 = None
-        self.encoder.to(self.device)
-        self.head.to(self.device)
-        if self.vector_head is not None:
-            self.vector_head.to(self.device)
-
-    def trainable(self):
-        """The modules that learn: the top layers, the linear layer and the
-        vector head (if any)."""
-        import torch
-
-        modules = {"top": torch.nn.ModuleList(self.encoder.encoder.layer[self.frozen:]), "head": self.head}
-        if self.vector_head is not None:
-            modules["vectors"] = self.vector_head
-        return torch.nn.ModuleDict(modules)
-
-    def first_segments(self, texts: Sequence[str], contexts: Sequence[str]) -> numpy.ndarray:
-        """Per pair, the word pieces of its first segment (the sentence, with
-        the opening and the separating special tokens) as the pair is truncated."""
-        x = self.tokenizer(list(texts), list(contexts), truncation=True, max_length=self.max_length,
-                           return_token_type_ids=True)
-        return numpy.asarray([sum(1 for t in row if t == 0) for row in x["token_type_ids"]], dtype="int64")
-
-    def lengths(self, texts: Sequence[str], contexts: Sequence[str]) -> numpy.ndarray:
-        """Per pair, its number of word pieces (truncated to ``max_length``)."""
-        ids = self.tokenizer(list(texts), list(contexts), truncation=True, max_length=self.max_length)["input_ids"]
-        return numpy.asarray([len(row) for row in ids], dtype="int64")
-
-    def bottom(self, texts: Sequence[str], contexts: Sequence[str], batch_size: int = 64) -> List[Any]:
-        """Per pair, the hidden states after the frozen layers over its word
-        pieces (``[length, width]``, float16 on the CPU: a cache). The pairs
-        are run in batches of similar length (fewer padded positions to
-        compute); each pair's states do not depend on its batch."""
-        import torch
-
-        out: List[Any] = [None] * len(texts)
-        order = numpy.argsort(self.lengths(texts, contexts), kind="stable")
-        with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size].tolist()
-                x = self.tokenizer([texts[i] for i in rows], [contexts[i] for i in rows],
-                                   truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
-                x = {k: v.to(self.device) for k, v in x.items()}
-                hidden = self.encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
-                mask = self._mask(x["attention_mask"])
-                for layer in self.encoder.encoder.layer[: self.frozen]:
-                    hidden = layer(hidden, attention_mask=mask)[0]
-                lengths = x["attention_mask"].sum(1).tolist()
-                for j, (i, n) in enumerate(zip(rows, lengths)):
-                    out[i] = hidden[j, : int(n)].to("cpu", torch.float16)
-        return out
-
-    def _mask(self, attention_mask):
-        return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
-
-    def top(self, cached: Sequence[Any], context, first: Optional[Sequence[int]] = None):
-        """Logits of a batch and the states its vector head reads: the cached
-        bottom states through the top layers, mean-pooled; the logits read
-        the pooled states beside ``context`` (``[n, n_context]``); the vector
-        head the same, or with ``vector_pooling = "sentence"`` the mean over
-        each pair's ``first`` word pieces (:meth:`first_segments`)."""
-        import torch
-
-        length = max(int(c.shape[0]) for c in cached)
-        hidden = torch.zeros(len(cached), length, cached[0].shape[1], device=self.device)
-        mask = torch.zeros(len(cached), length, dtype=torch.long, device=self.device)
-        for i, c in enumerate(cached):
-            hidden[i, : c.shape[0]] = c.to(self.device, torch.float32)
-            mask[i, : c.shape[0]] = 1
-        extended = self._mask(mask)
-        for layer in self.encoder.encoder.layer[self.frozen:]:
-            hidden = layer(hidden, attention_mask=extended)[0]
-        m = mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
-        context = torch.as_tensor(context, dtype=pooled.dtype, device=self.device)
-        if self.vector_pooling == "sentence":
-            if first is None:
-                raise RhetoricError("sentence pooling needs each pair's first segment (first_segments)")
-            within = torch.arange(length, device=self.device).unsqueeze(0) < torch.as_tensor(
-                list(first), device=self.device).unsqueeze(1)
-            return self.head(torch.cat([pooled, context], 1)), self._mean(hidden, mask * within)
-        return self.head(torch.cat([pooled, context], 1)), pooled
-
-    @staticmethod
-    def _mean(hidden, mask):
-        m = mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
-
-    def tensors(self) -> bytes:
-        """The trained tensors as safetensors bytes."""
-        from safetensors.torch import save
-
-        return save({k: v.detach().to("cpu").contiguous() for k, v in self.trainable().state_dict().items()})
-
-    def load_tensors(self, data: bytes) -> None:
-        from safetensors.torch import load
-
-        tensors = load(bytes(data))
-        expected = set(self.trainable().state_dict())
-        if set(tensors) != expected:
-            raise RhetoricError("the fine-tuned member's stored tensors do not fit its base model "
-                                f"({len(set(tensors) ^ expected)} names differ): was it saved with another model?")
-        self.trainable().load_state_dict(tensors)
-        self._int8 = None
-
-    def inference_encoder(self, int8: bool = False):
-        """The encoder prediction runs: with ``int8`` on a CPU, a copy whose
-        linear layers are dynamically quantized to int8 (torch's
-        ``quantize_dynamic``: int8 weights, activations quantized per batch),
-        made once; else the encoder itself."""
-        if not int8 or self.device.type != "cpu":
-            return self.encoder
-        if getattr(self, "_int8", None) is None:
-            import copy
-            import warnings
-
-            import torch
-
-            with warnings.catch_warnings():  # torch 2.10+ points to torchao for new code; this API still works
-                warnings.simplefilter("ignore", UserWarning)
-                warnings.simplefilter("ignore", DeprecationWarning)
-                self._int8 = torch.ao.quantization.quantize_dynamic(copy.deepcopy(self.encoder), {torch.nn.Linear},
-                                                                    dtype=torch.qint8)
-        return self._int8
-
-    @property
-    def vector_width(self) -> int:
-        return int(self.vector_head.out_features) if self.vector_head is not None else 0
-
-    def predict(self, texts, contexts, context, batch_size: int = 64, int8: bool = False
-                ) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """Probabilities per pair and, with a vector head, its vector
-        (``[n, vector_width]``, L2-normalised; else ``[n, 0]``): every layer
-        in one pass per batch (no cache of the frozen layers' states at
-        prediction), batches of pairs of similar length (each pair's result
-        does not depend on its batch). ``int8``: on a CPU, the linear layers
-        in int8 (:meth:`inference_encoder`)."""
-        import torch
-
-        encoder = self.inference_encoder(int8)
-        encoder.eval()
-        out = numpy.zeros((len(texts), self.head.out_features), dtype="float32")
-        vectors = numpy.zeros((len(texts), self.vector_width), dtype="float32")
-        order = numpy.argsort(self.lengths(texts, contexts), kind="stable")
-        with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                x = self.tokenizer([texts[i] for i in rows], [contexts[i] for i in rows], truncation=True,
-                                   max_length=self.max_length, padding=True, return_tensors="pt",
-                                   return_token_type_ids=True)
-                x = {k: v.to(self.device) for k, v in x.items()}
-                hidden = encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
-                mask = self._mask(x["attention_mask"])
-                for layer in encoder.encoder.layer:
-                    hidden = layer(hidden, attention_mask=mask)[0]
-                m = x["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
-                features = torch.cat([pooled, torch.as_tensor(context[rows], dtype=pooled.dtype, device=self.device)], 1)
-                out[rows] = torch.softmax(self.head(features), -1).to("cpu", torch.float32).numpy()
-                if self.vector_head is not None:
-                    if self.vector_pooling == "sentence":
-                        pooled = self._mean(hidden, x["attention_mask"] * (x["token_type_ids"] == 0))
-                    vec = torch.nn.functional.normalize(self.vector_head(pooled), dim=-1)
-                    vectors[rows] = vec.to("cpu", torch.float32).numpy()
-        return out, vectors
 
 
 def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
@@ -490,20 +283,18 @@ class FinetunedShim(MemberShim):
             self._model.to_device("cpu" if device_type == "cpu" else f"cuda:{device_id}")
 
     def to_bytes(self) -> bytes:
-        tensors = self._model.tensors() if self._model is not None else b""
-        return srsly.msgpack_dumps({"cfg": self.cfg, "tensors": tensors})
+        """The settings and, once fitted, the whole encoder (``finetuned_io.encoder_state``)."""
+        stored = encoder_state(self._model) if self._model is not None else {"tensors": b""}
+        return srsly.msgpack_dumps({"cfg": self.cfg, **stored})
 
     def from_bytes(self, data: bytes) -> "FinetunedShim":
         msg = srsly.msgpack_loads(data)
         self.cfg = dict(msg["cfg"])
         self._model = None
-        if msg["tensors"]:
-            cfg = self.cfg
-            runtime = FinetunedEncoder(cfg["model_name"], cfg["frozen_layers"], cfg["n_context"],
-                                       len(cfg["classes"]), cfg["max_length"], cfg.get("vector_width", 0),
-                                       cfg.get("vector_pooling", "pair"))
-            runtime.load_tensors(msg["tensors"])
-            self._model = runtime
+        if msg.get("weights"):
+            self._model = encoder_from_state(msg, self.cfg)
+        elif msg.get("tensors"):  # stored before the whole encoder was: the top layers only
+            self._model = legacy_encoder(msg["tensors"], self.cfg)
         return self
 
     def copy(self) -> "FinetunedShim":
