@@ -13,9 +13,10 @@ from .extensions import (
     set_sent_sections,
 )
 from .long_docs import process_long_text
-from .util import load_parser, resolve_hf_model, resolve_pipeline_name
+from .util import install_fork_hook, load_parser, resolve_hf_model, resolve_pipeline_name
 
 install_extensions()
+install_fork_hook()
 
 __all__ = [
     "__version__",

@@ -196,3 +196,29 @@ def pipeline_gpu() -> int:
     if getattr(device, "type", None) == "cuda" and device.index is not None:
         return int(device.index)
     return 0
+
+
+def _single_threaded_torch() -> None:
+    """In a forked child: torch's CPU kernels on one thread. A parent that
+    has run torch's OpenMP thread pool leaves the child a pool it cannot use
+    (GNU OpenMP keeps no state across ``fork``), so the child's first
+    parallel kernel waits forever. With one thread torch never enters a
+    parallel region; each worker process is one core's worth of work anyway."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+_FORK_HOOK = []
+
+
+def install_fork_hook() -> None:
+    """Make ``nlp.pipe(n_process=N)`` (fork, Linux's default start method)
+    safe for the pipelines' torch models: every forked child runs torch on
+    one thread (:func:`_single_threaded_torch`). Installed once, on import of
+    the package."""
+    if not _FORK_HOOK and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_single_threaded_torch)
+        _FORK_HOOK.append(True)
