@@ -36,7 +36,7 @@ def _check_errors(value: str) -> str:
 def convert_cli(
     fmt: str = typer.Argument(..., metavar="FORMAT", callback=_check_format,
                               help="One of: " + ", ".join(FORMATS)),
-    input_path: Path = typer.Argument(..., metavar="INPUT", help="Input file (or folder: CL-SciSumm topics, papers, CoreSC)"),
+    input_path: Path = typer.Argument(..., metavar="INPUT", help="Input file (or folder: CL-SciSumm topics, papers, CoreSC, AZ)"),
     output_path: Path = typer.Argument(..., metavar="OUTPUT", help="Output .spacy file"),
     lang: str = typer.Option("en", "--lang", help="Language of the blank tokenizer"),
     limit: int = typer.Option(0, "--limit", callback=non_negative_int, help="Stop after N docs (0 = all)"),

@@ -23,6 +23,8 @@ FORMATS: Dict[str, str] = {
     "mulms-az": "MuLMS-AZ .jsonl (expert zones of full papers), one Doc per paper with headings and gold labels",
     "coresc": "ART / CoreSC XML paper(s) (chemistry; CoreSC concepts), a file or a folder, one Doc per paper "
               "with headings, gold coarse labels and the concept as fine label",
+    "az": "Argumentative Zoning .annot paper(s) (AZ-CL, computational linguistics; 7 zones), a file or a folder, "
+          "one Doc per paper with headings, gold coarse labels and the zone as fine label",
     "tei": "GROBID TEI XML paper(s), a file or a folder, one Doc per paper",
     "jats": "JATS / PMC XML paper(s), a file or a folder, one Doc per paper",
     "s2orc": "S2ORC / doc2json JSON paper(s), a file or a folder, one Doc per paper",
@@ -32,7 +34,7 @@ FORMATS: Dict[str, str] = {
 }
 DIRECTORY_FORMATS = ("clscisumm",)
 PAPER_FORMATS = ("tei", "jats", "s2orc", "text", "pdf", "auto")  # readers.papers; a file or a folder
-FILE_OR_FOLDER_FORMATS = PAPER_FORMATS + ("coresc",)
+FILE_OR_FOLDER_FORMATS = PAPER_FORMATS + ("coresc", "az")
 
 
 def get_reader(fmt: str, grobid: Optional[str] = None, **reading) -> Callable:
@@ -42,6 +44,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None, **reading) -> Callable:
         from .papers import read_papers
 
         return partial(read_papers, fmt=fmt, grobid=grobid, **reading)
+    from .az import read_az
     from .citation_intent import read_citation_intent
     from .clscisumm import read_reference_docs
     from .coresc import read_coresc
@@ -57,6 +60,7 @@ def get_reader(fmt: str, grobid: Optional[str] = None, **reading) -> Callable:
         "clscisumm": read_reference_docs,
         "mulms-az": read_mulms,
         "coresc": read_coresc,
+        "az": read_az,
     }
     return readers[fmt]
 

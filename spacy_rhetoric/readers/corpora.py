@@ -26,6 +26,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from .. import extensions
+from .az import read_az
 from .citation_intent import read_citation_intent
 from .clscisumm import read_reference_docs
 from .common import ReadStats, labelled_sentence_docs, shuffle_and_limit, spacy_files
@@ -103,6 +104,14 @@ def paper_corpus(path: Path, format: str = "auto", splitter: str = "sentencizer"
     and the file stem as doc id (no rhetorical labels)."""
     return _DocCorpus("papers", read_papers, path, limit=limit, shuffle=shuffle, fmt=format,
                       splitter=splitter)
+
+
+@registry.readers("spacy_rhetoric.AZCorpus.v1")
+def az_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> CorpusReader:
+    """Argumentative Zoning ``.annot`` papers (AZ-CL; a file or a folder,
+    ``readers.az``): one Example per paper with headings, paragraphs, title,
+    citation spans, the zone as ``fine_label`` and the coarse gold labels."""
+    return _DocCorpus("AZ-CL", read_az, path, limit=limit, shuffle=shuffle)
 
 
 def sentence_examples(nlp: Language, doc: Doc, label_field: str = extensions.LABEL) -> Iterator[Example]:

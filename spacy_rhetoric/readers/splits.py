@@ -135,3 +135,15 @@ def split_docbin(input_path: Path, train_path: Path, test_path: Path, *, share: 
         with atomic_path(path) as tmp:
             out[side].to_disk(tmp)
     return counts
+
+
+def doc_folds(docs, *, n_folds: int = 5, seed: int = 0) -> List[str]:
+    """Each doc's fold, ``"fold1"``..``"fold<n_folds>"``: the
+    document-disjoint folds of their ids (``doc._.rhetoric_doc_id``;
+    :func:`kfold_doc_ids`, seeded)."""
+    from ..extensions import DOC_ID, get_doc_value
+
+    ids = [str(get_doc_value(d, DOC_ID)) for d in docs]
+    fold_of = {i: f"fold{k + 1}" for k, fold in enumerate(kfold_doc_ids(ids, n_folds=n_folds, seed=seed))
+               for i in fold}
+    return [fold_of[i] for i in ids]
