@@ -1,16 +1,10 @@
-"""benchmarks/encoder/open_set.py helpers: label sampling, epoch scaling, loss names,
+"""spacy_rhetoric.evaluation.open_set (the pieces of benchmarks/encoder/open_set.py): label sampling, epoch scaling, loss names,
 per-subset retrieval scores, the summary over seeds (training itself is run by
 the benchmark, not here)."""
-import importlib.util
-from pathlib import Path
-
 import numpy
 import pytest
 
-SPEC = importlib.util.spec_from_file_location(
-    "open_set", Path(__file__).resolve().parent.parent / "benchmarks" / "encoder" / "open_set.py")
-open_set = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(open_set)
+from spacy_rhetoric.evaluation import open_set
 
 
 def test_sample_labels_is_seeded_and_shared_across_losses():

@@ -35,28 +35,23 @@ A label count at or above the number of distant labels uses every label
 import argparse
 import json
 import os
-import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-LOSS_PREFIX = "spacy_rhetoric."
-
-
-def loss_name(name: str) -> str:
-    """``SoftmaxLoss`` -> ``spacy_rhetoric.SoftmaxLoss.v1`` (full names pass through)."""
-    if name.startswith(LOSS_PREFIX):
-        return name
-    return f"{LOSS_PREFIX}{name}" + ("" if name.endswith(".v1") else ".v1")
-
-
-def short_loss(name: str) -> str:
-    return name[len(LOSS_PREFIX):].rsplit(".v", 1)[0] if name.startswith(LOSS_PREFIX) else name
+from spacy_rhetoric.evaluation.open_set import (
+    epochs_for,
+    loss_name,
+    run_key,
+    sample_labels,
+    short_loss,
+    subset_scores,
+    summarise,
+)
 
 
 def doc_label(doc) -> Optional[str]:
@@ -85,13 +80,6 @@ def read_docs(path: Path, vocab, limit: int = 0) -> Tuple[List[Any], List[str], 
     return docs, labels, skipped
 
 
-def sample_labels(all_labels: Sequence[str], n: int, seed: int) -> List[str]:
-    labels = sorted(all_labels)
-    if n >= len(labels):
-        return labels
-    return sorted(random.Random(f"{seed}:{n}").sample(labels, n))
-
-
 def write_subset(docs, labels, keep: set, path: Path) -> int:
     from spacy.tokens import DocBin
 
@@ -103,10 +91,6 @@ def write_subset(docs, labels, keep: set, path: Path) -> int:
             n += 1
     db.to_disk(path)
     return n
-
-
-def epochs_for(n_train_labels: int, n_all: int, epochs: float) -> int:
-    return max(1, int(round(epochs * n_all / n_train_labels)))
 
 
 def train_encoder(config: Path, train_path: Path, dev_path: Path, out_dir: Path, *, loss: str,
@@ -132,41 +116,6 @@ def train_encoder(config: Path, train_path: Path, dev_path: Path, out_dir: Path,
     spacy_train(config, out_dir, use_gpu=gpu_id, overrides=overrides)
     best = out_dir / "model-best"
     return best if checkpoint == "best" and best.exists() else out_dir / "model-last"
-
-
-def subset_scores(vectors, labels: Sequence[str], keep: set) -> Optional[Dict[str, float]]:
-    import numpy
-
-    from spacy_rhetoric.evaluation.metrics import retrieval_scores
-
-    idx = [i for i, label in enumerate(labels) if label in keep]
-    if len({labels[i] for i in idx}) < 1 or len(idx) < 2:
-        return None
-    scores = retrieval_scores(numpy.asarray(vectors)[idx], [labels[i] for i in idx])
-    scores["n_sentences"] = len(idx)
-    scores["n_labels"] = len({labels[i] for i in idx})
-    return scores
-
-
-def run_key(loss: str, n: int, seed: int) -> str:
-    return f"{short_loss(loss)}|{n}|{seed}"
-
-
-def summarise(results: List[Dict[str, Any]]) -> Dict[str, Any]:
-    groups = defaultdict(list)
-    for r in results:
-        groups[(r["loss"], r["n_train_labels"])].append(r)
-    summary = {}
-    for (loss, n), rows in sorted(groups.items()):
-        entry = {"loss": loss, "n_train_labels": n, "n_seeds": len(rows)}
-        for part in ("seen", "unseen", "all"):
-            for metric in ("p_at_1", "map_at_r"):
-                values = [r[part][metric] for r in rows if r.get(part)]
-                if values:
-                    entry[f"{part}_{metric}"] = statistics.fmean(values)
-                    entry[f"{part}_{metric}_std"] = statistics.pstdev(values) if len(values) > 1 else 0.0
-        summary[f"{loss}|{n}"] = entry
-    return summary
 
 
 def plot(summary: Dict[str, Any], path: Path, *, baseline: Optional[Dict[str, Dict[str, float]]] = None,
