@@ -18,12 +18,13 @@ from wasabi import msg
 
 from ..errors import RhetoricError
 from . import app
-from .common import guard, non_negative_int, positive_int
+from .common import guard, non_negative_int, positive_int, printable
 
 
 def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """One line of paper text for the table (``printable``), cut to ``width`` (0: whole)."""
+    text = printable(" ".join(str(text).split()))
+    return text if width <= 0 or len(text) <= width else text[: width - 1] + "…"
 
 
 @app.command("align")
@@ -68,9 +69,9 @@ def align_cli(
         msg.warn(f"-k {k}: paper B has only {len(b.sentences)} sentences; showing {len(b.sentences)} "
                  "matches per sentence")
     alignments = align_encoded(a, b, k=k)
-    show = (lambda t: " ".join(t.split())) if width <= 0 else (lambda t: _short(t, width))
     rows = [
-        (al.a_sid or al.a_index, show(al.a_text), f"{al.score:.3f}", al.b_sid or al.b_index, show(al.b_text))
+        (printable(al.a_sid or al.a_index), _short(al.a_text, width), f"{al.score:.3f}",
+         printable(al.b_sid or al.b_index), _short(al.b_text, width))
         for al in alignments
     ]
     msg.table(rows, header=("A", "sentence of A", "cosine", "B", "best match in B"), divider=True)

@@ -1,5 +1,8 @@
 """What every sub-command shares: one failure line and exit 1 for an ordinary
-mistake (``fail``, ``guard``), and option validators for typer callbacks."""
+mistake (``fail``, ``guard``), option validators for typer callbacks, and
+``printable``: text from papers (sentences, headings, ids, file names) as it
+may reach a terminal, every control character shown, never obeyed."""
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
@@ -19,22 +22,64 @@ USER_ERRORS: Tuple[Type[BaseException], ...] = (RhetoricError, ConfigValidationE
                                                  NotADirectoryError, IsADirectoryError, PermissionError)
 
 
+# C0 and C1 control characters (ESC, BEL, CSI, backspace, carriage return, ...) and the
+# bidirectional overrides and isolates that reorder what follows them on screen.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(match: "re.Match") -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: Any, *, lines: bool = False) -> str:
+    """``text`` as one terminal line: tabs and line breaks as spaces (with
+    ``lines``, line breaks kept), every other control character (an escape
+    sequence's ESC, BEL, ...) written out as ``\\x1b`` / ``\\u202e``, so that
+    paper text can neither move the cursor, retitle or clear the terminal
+    nor reorder what is shown."""
+    text = str(text).replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n")
+    if lines:
+        return "\n".join(_CONTROL.sub(_shown, line) for line in text.split("\n"))
+    return _CONTROL.sub(_shown, text.replace("\n", " "))
+
+
+# What JSON leaves raw with ensure_ascii=False: the C1 controls and the bidirectional marks.
+_JSON_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one JSON line for a terminal: non-ASCII text kept as it
+    is, every control character escaped (``\\u001b``, ``\\u009b``, ``\\u202e``)."""
+    import json
+
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
 def fail(text: str, details: Optional[str] = None) -> None:
-    """Print one failure line (and optional details) and exit with code 1."""
-    msg.fail(text, details, exits=1)
+    """Print one failure line (and optional details) and exit with code 1;
+    both may quote paper text or file names (``printable``)."""
+    msg.fail(printable(text, lines=True), None if details is None else printable(details, lines=True), exits=1)
 
 
 @contextmanager
 def guard(what: str = "") -> Iterator[None]:
     """Turn the user errors raised inside the block (``USER_ERRORS``, a full
     disk: ``io.disk_full``) into ``fail``; other exceptions propagate with
-    their traceback."""
+    their traceback; transformers refusing a model folder's own code
+    (``ml.hf_safe``) is one line too."""
+    from ..ml.hf_safe import is_remote_code_refusal, refusal_text, refused_source
+
+    prefix = f"{what}: " if what else ""
     try:
         with disk_full():
             yield
     except USER_ERRORS as err:
-        prefix = f"{what}: " if what else ""
         fail(f"{prefix}{err}")
+    except ValueError as err:
+        if not is_remote_code_refusal(err):
+            raise
+        fail(prefix + refusal_text(refused_source(err)))
 
 
 def positive_int(value: int) -> int:
@@ -68,7 +113,7 @@ def report_skipped(summary: Dict[str, Any]) -> None:
     if summary["inputs_skipped"]:
         msg.warn(f"{summary['inputs_skipped']} inputs skipped:")
         for item in summary["skipped"][:20]:
-            msg.text(f"  {item['reason']}")
+            msg.text(f"  {printable(item['reason'])}")
 
 
 def split_ids(value: Optional[str]) -> Optional[List[str]]:

@@ -5,7 +5,6 @@ and paper. The query is encoded with the pipeline the index was built with.
 
     spacy-rhetoric search corpus.index "We propose a new method for X." --label method -k 5
 """
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -13,11 +12,12 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import guard, non_negative_int, positive_int
+from .common import guard, json_line, non_negative_int, positive_int, printable
 
 
 def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    """One line of paper text for the table (``printable``), cut to ``width`` (0: whole)."""
+    text = printable(" ".join(str(text).split()))
     return text if width <= 0 or len(text) <= width else text[: width - 1] + "…"
 
 
@@ -40,9 +40,10 @@ def search_cli(
         hits = rindex.search(query, k=k, label=label, section=section, paper=paper)
     if as_json:
         for hit in hits:
-            print(json.dumps(hit.to_dict(), ensure_ascii=False))
+            print(json_line(hit.to_dict()))
     elif hits:
-        rows = [(i, f"{h.score:.3f}", h.paper or "", h.section or "", h.label or "", _short(h.text, width))
+        rows = [(i, f"{h.score:.3f}", printable(h.paper or ""), printable(h.section or ""), printable(h.label or ""),
+                 _short(h.text, width))
                 for i, h in enumerate(hits, start=1)]
         msg.table(rows, header=("#", "cosine", "paper", "section", "label", "sentence"), divider=True)
     if not hits:

@@ -17,6 +17,7 @@ import numpy
 
 from ..errors import RhetoricError
 from ..util import resolve_hf_model, torch_device
+from .hf_safe import NO_REMOTE_CODE, no_remote_code
 
 POOLING_MODES = {"mean": "mean", "first": "cls", "cls": "cls"}
 
@@ -37,7 +38,9 @@ def load_sentence_transformer(name_or_path: Union[str, Path], *, max_length: int
     path = resolve_hf_model(name)
     if path != name or Path(path).is_dir():
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    transformer = Transformer(path, max_seq_length=int(max_length))
+    with no_remote_code(name):  # never code from the model's folder
+        transformer = Transformer(path, max_seq_length=int(max_length), model_kwargs=dict(NO_REMOTE_CODE),
+                                  processor_kwargs=dict(NO_REMOTE_CODE), config_kwargs=dict(NO_REMOTE_CODE))
     pool = Pooling(transformer.get_embedding_dimension(), pooling_mode=POOLING_MODES[pooling])
     return SentenceTransformer(modules=[transformer, pool], device=str(torch_device() if device is None else device))
 

@@ -20,7 +20,10 @@ documents are batches of ordinary size.
 Registered as ``spacy_rhetoric.ChunkedTransformerModel.v1``, with the
 arguments of ``spacy-transformers.TransformerModel.v3`` plus
 ``max_windows_per_pass`` (0 = no slicing, i.e. upstream behaviour). The
-weights and the serialized form are those of ``TransformerModel``.
+weights and the serialized form are those of ``TransformerModel``. The
+transformer, its config and its tokenizer are loaded with
+``trust_remote_code=False`` (``ml.hf_safe``), from a name as from a saved
+pipeline: no code from a model folder ever runs.
 """
 from typing import Callable, Dict, List, Sequence, Tuple
 
@@ -38,6 +41,7 @@ from thinc.api import Model, chain
 from transformers.file_utils import ModelOutput
 
 from ..errors import RhetoricError
+from .hf_safe import NO_REMOTE_CODE, NoRemoteCode, no_remote_code
 
 DEFAULT_MAX_WINDOWS = 32
 
@@ -63,11 +67,13 @@ class ChunkedTransformerModel(TransformerModel):
         super().__init__(
             name,
             get_spans,
-            tokenizer_config=tokenizer_config,
-            transformer_config=transformer_config,
+            tokenizer_config={**tokenizer_config, **NO_REMOTE_CODE},
+            transformer_config={**transformer_config, **NO_REMOTE_CODE},
             mixed_precision=mixed_precision,
             grad_scaler_config=grad_scaler_config,
         )
+        no_remote_code_shims(self)
+        self.init = no_remote_code_init
         if max_windows_per_pass < 0:
             raise RhetoricError(f"max_windows_per_pass must be >= 0, got {max_windows_per_pass}")
         self._func = chunked_forward
@@ -78,6 +84,7 @@ class ChunkedTransformerModel(TransformerModel):
     def copy(self) -> "TransformerModel":
         copied = super().copy()
         copied._func = chunked_forward
+        copied.init = no_remote_code_init
         copied.attrs["max_windows_per_pass"] = self.attrs["max_windows_per_pass"]
         return copied
 
@@ -105,6 +112,27 @@ def chunked_tok2vec_transformer(
         max_windows_per_pass=max_windows_per_pass,
     )
     return chain(chain(transformer, split_trf_batch()), trfs2arrays(pooling, grad_factor))
+
+
+def no_remote_code_init(model: Model, X=None, Y=None) -> None:
+    """spacy-transformers' ``init`` (the transformer loaded by name), a
+    folder that asks to run its own code refused in one line (``ml.hf_safe``)."""
+    from spacy_transformers.layers.transformer_model import init
+
+    with no_remote_code(model.attrs["name"]):
+        init(model, X=X, Y=Y)
+
+
+def no_remote_code_shims(model: Model) -> None:
+    """Every ``HFShim`` of ``model`` loads its config, transformer and
+    tokenizer with ``trust_remote_code=False`` (a saved pipeline is read
+    through them, ``HFShim.from_bytes``)."""
+    for layer in model.walk():
+        for shim in layer.shims:
+            for attr in ("config_cls", "model_cls", "tokenizer_cls"):
+                cls = getattr(shim, attr, None)
+                if cls is not None and not isinstance(cls, NoRemoteCode):
+                    setattr(shim, attr, NoRemoteCode(cls))
 
 
 def chunked_replace_listener_cfg(tok2vec_model_cfg: dict, listener_model_cfg: dict) -> dict:

@@ -156,14 +156,17 @@ def load_encoder(settings: SentMaskSettings):
     LM when ``mlm_weight > 0`` (its encoder is ``model.base_model``)."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
+    from ..ml.hf_safe import NO_REMOTE_CODE, no_remote_code
     from ..util import resolve_hf_model
 
     path = resolve_hf_model(settings.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    with no_remote_code(settings.model):
+        tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
     if settings.mask_token not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [settings.mask_token]})
     cls = AutoModelForMaskedLM if settings.mlm_weight > 0 else AutoModel
-    model = cls.from_pretrained(path)
+    with no_remote_code(settings.model):
+        model = cls.from_pretrained(path, **NO_REMOTE_CODE)
     if model.get_input_embeddings().num_embeddings < len(tokenizer):
         model.resize_token_embeddings(len(tokenizer))
     return tokenizer, model

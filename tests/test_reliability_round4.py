@@ -1,0 +1,197 @@
+"""Reliability, round four: no code runs from a model folder, paper text
+reaches a terminal printable, pipeline rules cannot hang, tampered pipeline
+settings are one line, and papers in other scripts, text starting with "<",
+long file names and folders with files that are not papers are read right."""
+import builtins
+import json
+
+import pytest
+from helpers import cli_text, save_tiny_pipeline
+from typer.testing import CliRunner
+
+import spacy_rhetoric  # noqa: F401  (extensions, factories)
+from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.errors import RhetoricError
+
+# -- a model folder that asks to run its own code ----------------------------------------------------
+
+EVIL_CODE = """import pathlib
+pathlib.Path({marker!r}).write_text("ran")
+from transformers import PretrainedConfig
+
+
+class EvilConfig(PretrainedConfig):
+    model_type = "evil"
+"""
+
+
+@pytest.fixture
+def evil_folder(tmp_path, monkeypatch):
+    """A model folder whose config.json has an ``auto_map`` and no
+    ``model_type``: transformers would import its Python files (each writes
+    MARKER when imported). ``input`` answers "y" to any prompt and counts
+    the prompts."""
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    marker = tmp_path / "MARKER"
+    auto_map = {"AutoConfig": "configuration_evil.EvilConfig", "AutoModel": "modeling_evil.EvilModel",
+                "AutoModelForMaskedLM": "modeling_evil.EvilModel",
+                "AutoTokenizer": ["tokenization_evil.EvilTokenizer", None]}
+    (folder / "config.json").write_text(json.dumps({"auto_map": auto_map, "architectures": ["EvilModel"]}))
+    for name in ("configuration_evil", "modeling_evil", "tokenization_evil"):
+        (folder / f"{name}.py").write_text(EVIL_CODE.format(marker=str(marker)))
+    prompts = []
+    monkeypatch.setattr(builtins, "input", lambda *args: prompts.append(args) or "y")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return folder, marker, prompts
+
+
+def _finetuned(path):
+    from spacy_rhetoric.ml.finetuned import FinetunedEncoder
+
+    FinetunedEncoder(str(path), 1, 0, 2, 32)
+
+
+def _cosaemb(path):
+    from spacy_rhetoric.ml.section_chunks import load_cosaemb_encoder
+
+    load_cosaemb_encoder(str(path))
+
+
+def _sentence_transformer(path):
+    from spacy_rhetoric.ml.st_models import load_sentence_transformer
+
+    load_sentence_transformer(path)
+
+
+def _sentmask(path):
+    from spacy_rhetoric.pretrain.sentmask import SentMaskSettings, load_encoder
+
+    load_encoder(SentMaskSettings(model=str(path)))
+
+
+def _sentmask_mlm(path):
+    from spacy_rhetoric.pretrain.sentmask import SentMaskSettings, load_encoder
+
+    load_encoder(SentMaskSettings(model=str(path), mlm_weight=1.0))
+
+
+def _paragraph_retrieval(path):
+    from spacy_rhetoric.pretrain.paragraph_retrieval import paragraph_retrieval
+
+    paragraph_retrieval(str(path), [])
+
+
+def _chunked_transformer(path):
+    from spacy_rhetoric.ml.span_getters import sentence_windows  # noqa: F401  (registers the getters)
+    from spacy_rhetoric.ml.transformer import ChunkedTransformerModel
+
+    ChunkedTransformerModel(str(path), lambda docs: [[doc[:]] for doc in docs]).initialize()
+
+
+@pytest.mark.parametrize("load", [_finetuned, _cosaemb, _sentence_transformer, _sentmask, _sentmask_mlm,
+                                  _paragraph_retrieval, _chunked_transformer])
+def test_no_code_runs_from_a_model_folder(evil_folder, load):
+    folder, marker, prompts = evil_folder
+    with pytest.raises((RhetoricError, ValueError)) as err:
+        load(folder)
+    assert not marker.exists(), "code from the model folder ran"
+    assert not prompts, "transformers asked whether to run the folder's code"
+    if load is not _finetuned:  # the one-line error of our own loads
+        assert isinstance(err.value, RhetoricError) and "never runs code" in str(err.value)
+        assert "\n" not in str(err.value)
+
+
+def test_saved_transformer_pipeline_never_runs_code_of_its_own(evil_folder, tmp_path):
+    """A saved transformer whose stored config and tokenizer files ask for
+    code (``HFShim.from_bytes`` writes them to a folder and loads it)."""
+    from spacy_rhetoric.ml.hf_safe import NoRemoteCode
+    from spacy_rhetoric.ml.transformer import ChunkedTransformerModel
+
+    folder, marker, prompts = evil_folder
+    model = ChunkedTransformerModel("unused", lambda docs: [[doc[:]] for doc in docs])
+    shims = [shim for layer in model.walk() for shim in layer.shims]
+    assert shims and all(isinstance(shim.config_cls, NoRemoteCode) and isinstance(shim.tokenizer_cls, NoRemoteCode)
+                         and isinstance(shim.model_cls, NoRemoteCode) for shim in shims)
+    with pytest.raises(RhetoricError, match="never runs code"):
+        shims[0].config_cls.from_pretrained(str(folder / "config.json"))
+    with pytest.raises(RhetoricError, match="never runs code"):
+        shims[0].tokenizer_cls.from_pretrained(str(folder))
+    assert not marker.exists() and not prompts
+
+
+def test_cli_guard_makes_a_refused_folder_one_line(capsys):
+    from spacy_rhetoric.cli.common import guard
+
+    with pytest.raises(SystemExit) as exit_info:
+        with guard("annotate"):
+            raise ValueError("The repository /x/evil contains custom code which must be executed to correctly "
+                             "load the model.\nPlease pass the argument `trust_remote_code=True` to allow custom code")
+    assert exit_info.value.code == 1
+    assert "/x/evil: the model asks to run Python code of its own" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(ValueError, match="plain"):
+        with guard("annotate"):
+            raise ValueError("plain")
+
+
+# -- what reaches a terminal ------------------------------------------------------------------------------
+
+HOSTILE = "We propose \x1b]0;pwned\x07\x1b[2J a method \x9b31m with a \u202eflipped tail."
+
+
+def test_printable_shows_every_control_character():
+    from spacy_rhetoric.cli.common import json_line, printable
+
+    shown = printable(HOSTILE)
+    assert all(ch not in shown for ch in "\x1b\x07\x9b\u202e\n\r")
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in shown and "\\u202e" in shown and "\\x9b" in shown
+    assert printable("Straße 東京 — ok") == "Straße 東京 — ok"
+    assert printable("a\r\nb\tc") == "a b c" and printable("a\nb", lines=True) == "a\nb"
+    line = json_line({"text": HOSTILE, "x": "東京"})
+    assert json.loads(line) == {"text": HOSTILE, "x": "東京"}
+    assert all(ch not in line for ch in "\x1b\x07\x9b\u202e") and "東京" in line
+
+
+@pytest.fixture(scope="module")
+def encoder_pipeline(tmp_path_factory):
+    return save_tiny_pipeline(tmp_path_factory.mktemp("r4_pipeline") / "pipeline")
+
+
+def _no_raw_controls(output: str) -> None:
+    for seq in ("\x1b]0;", "\x07", "\x1b[2J", "\x9b", "\u202e"):
+        assert seq not in output, f"{seq!r} reached the terminal"
+
+
+def test_align_and_search_tables_are_printable(encoder_pipeline, tmp_path):
+    _load_commands()
+    runner = CliRunner()
+    (tmp_path / "papers").mkdir()
+    a, b = tmp_path / "papers" / "a.txt", tmp_path / "papers" / "b.txt"
+    a.write_text(f"{HOSTILE} Results are good.\n", encoding="utf8")
+    b.write_text(f"We study parsing. {HOSTILE}\n", encoding="utf8")
+    result = runner.invoke(app, ["align", str(a), str(b), "-m", str(encoder_pipeline), "--width", "0"])
+    assert result.exit_code == 0, result.output
+    assert "pwned" in result.output
+    _no_raw_controls(result.output)
+    out = tmp_path / "x.index"
+    result = runner.invoke(app, ["index", str(encoder_pipeline), str(tmp_path / "papers"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for width in ("0", "40"):
+        result = runner.invoke(app, ["search", str(out), "We propose a method.", "--width", width])
+        assert result.exit_code == 0, result.output
+        assert "pwned" in cli_text(result) or width == "40"
+        _no_raw_controls(result.output)
+    result = runner.invoke(app, ["search", str(out), "We propose a method.", "--json"])
+    assert result.exit_code == 0
+    _no_raw_controls(result.output)
+    assert any(json.loads(line)["text"].startswith("We propose \x1b]0;") for line in result.output.splitlines())
+
+
+def test_failure_lines_are_printable(tmp_path):
+    _load_commands()
+    bad = tmp_path / "bad\x1b]0;pwned\x07.spacy"
+    bad.write_bytes(b"not a docbin")
+    result = CliRunner().invoke(app, ["render", str(bad), "-o", str(tmp_path / "o.html")])
+    assert result.exit_code == 1
+    assert "pwned" in result.output
+    _no_raw_controls(result.output)
