@@ -67,7 +67,7 @@ def test_profile_workflow_resolves_to_its_configs(tmp_path, workflow):
 
 def test_the_every_field_workflow_trains_on_art_and_ships_its_licence(tmp_path):
     """`coresc`: the coarse classifier on every field's papers and the CoreSC
-    classifier on ART, assembled and packaged under ART's CC BY-NC licence."""
+    classifier on ART, assembled and packaged with ART among its sources (the licence CC BY-NC-SA from them)."""
     config = project(tmp_path)
     lines = scripts(config, "coresc")
     trained = {CONFIG_RE.search(args[4]).group(1): args for args in train_lines(lines)}
@@ -81,7 +81,7 @@ def test_the_every_field_workflow_trains_on_art_and_ships_its_licence(tmp_path):
     opts = {k: assemble_args[i + 1] for i, k in enumerate(assemble_args) if k.startswith("--")}
     assert opts["--classifier"].endswith("/fullpaper_fields/model-last")
     assert opts["--fine-classifier"].endswith("/coresc_classifier/model-last")
-    assert "CC BY-NC" in opts["--license"] and opts["--name"].endswith("_coresc")
+    assert "coresc-art" in opts["--sources"].split(",") and opts["--name"].endswith("_coresc")
     package = [args for _, args in lines if args[3:4] == ["package"]]
     assert package and package[-1][4] == assemble_args[4]
     (asset,) = [a for a in config["assets"] if a["dest"] == "assets/data/coresc-art"]

@@ -31,6 +31,7 @@ from spacy.language import Language
 from ..errors import RhetoricError
 from ..extensions import VECTOR
 from ..io import PathError, atomic_dir, check_input, check_output
+from ..meta import pipeline_meta, rhetoric_scores
 from ..ml.experts import vector_width
 from ..util import NUMPY_BLAS_CALLBACK, load_parser
 
@@ -179,6 +180,10 @@ def assemble(
     n: int = 5,
     exclude: Iterable[str] = ("ner",),
     sections: bool = True,
+    name: str = "rhetoric_pipeline",
+    version: str = "0.0.1",
+    training: Sequence[str] = (),
+    licence: str = "",
 ) -> Tuple[Language, Dict[str, str]]:
     """Parser + ``rhetoric_phrase_labeler`` (initialised from ``phrases``, a
     phrase-list path or ``(label, phrase)`` pairs; left out if None) + one
@@ -187,11 +192,19 @@ def assemble(
     (default) and a classifier among them, ``rhetoric_section_tagger`` goes
     before the sourced components (section categories from the headings).
 
+    The pipeline's meta is its own (``spacy_rhetoric.meta.pipeline_meta``):
+    ``name``, ``version``, its sources (``training``: the ``meta.SOURCES``
+    keys of the corpora the trained components learned from) and their
+    licence (``licence`` overrides it), the scores spaCy wrote for the
+    trained components, the packages ``spacy.load`` needs.
+
     Returns the pipeline and a report ``{component: where it came from}``. The
     pipeline has been run once on a two-sentence text.
     """
     parser_name = parser if isinstance(parser, str) else parser.meta.get("name", "parser")
     nlp = load_parser(parser, exclude=list(exclude)) if isinstance(parser, str) else parser
+    parser_meta, own_name = dict(nlp.meta), name  # (``name`` is each sourced component's below)
+    performance: Dict[str, Any] = {}
     report = {"parser": f"{parser_name} ({', '.join(nlp.pipe_names)})"}
     if phrases is not None:
         labeler = nlp.add_pipe(PHRASE_LABELER, config={"n": n})
@@ -213,6 +226,7 @@ def assemble(
                 loaded[key] = spacy.load(check_input(source, what=f"{factory} pipeline", file_ok=False, dir_ok=True))
             source_nlp = loaded[key]
         name = find_component(source_nlp, factory)
+        performance.update(rhetoric_scores(source_nlp.meta.get("performance")))
         if (_source_key(source), name) not in shared_of:
             # decided for all components of this source before any of them is added
             # (adding components re-links the upstream's listener_map)
@@ -231,7 +245,8 @@ def assemble(
         nlp.add_pipe(name, name=new_name, source=source_nlp)
         report[new_name] = f"from {where}" + (f" (own copy of {', '.join(detached)})" if detached else "")
     check_fields(nlp)
-    nlp.meta["description"] = describe(nlp, parser_name)
+    nlp.meta.update(pipeline_meta(nlp, name=own_name, version=version, training=training, performance=performance,
+                                  parser_meta=parser_meta, description=describe(nlp, parser_name), licence=licence))
     doc = nlp(SMOKE_TEXT)
     if not list(doc.sents):
         raise RhetoricError(f"the assembled pipeline {nlp.pipe_names} found no sentences in {SMOKE_TEXT!r}")

@@ -70,6 +70,13 @@ DEFAULT_ENCODER_STEPS = 0  # the separate tok2vec encoder: off (the classifier's
 DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.members.finetuned.epochs": 0.5}
 
 
+# The pipeline's meta.json (spacy_rhetoric.meta): its name (``spacy package`` builds en_rhetoric_demo) and the
+# corpora its classifier learns from (meta.SOURCES keys) by the DemoData field that holds each; the licence and
+# the sources listed come from them.
+DEMO_PIPELINE_NAME = "rhetoric_demo"
+TRAINING_SOURCES = {"train": "csabstruct", "mulms": "mulms-az"}
+
+
 class DemoError(PathError):
     """A problem the user can fix (missing data, bad path); printed without a traceback."""
 
@@ -111,6 +118,28 @@ class DemoData:
 
     def inputs(self) -> List[Path]:
         return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm, self.mulms) if p is not None]
+
+
+def training_sources(data: DemoData) -> List[str]:
+    """The corpora the demo's classifier learns from (``TRAINING_SOURCES``
+    whose data is there), for the pipeline's meta.json."""
+    return [key for field, key in TRAINING_SOURCES.items() if getattr(data, field, None) is not None]
+
+
+def assemble_demo_pipeline(data: DemoData, classifier: Path, encoder: Optional[Path], output: Path, *,
+                           parser: str = "en_core_web_sm") -> Language:
+    """The demo's pipeline: the parser, the phrase labeler (``data.phrases``),
+    the section tagger and the trained models, with its own meta.json
+    (``DEMO_PIPELINE_NAME``, spacy_rhetoric's version, the sources of
+    :func:`training_sources` and their licence, the classifier's dev
+    scores), saved to ``output``."""
+    from .. import __version__
+
+    models = [(classifier, CLASSIFIER)] + ([(encoder, ENCODER)] if encoder is not None else [])
+    nlp, _ = assemble(parser, models, phrases=data.phrases, name=DEMO_PIPELINE_NAME, version=__version__,
+                      training=training_sources(data))
+    save_pipeline(nlp, output)
+    return nlp
 
 
 def find_data(root: Optional[Path] = None) -> DemoData:
@@ -520,9 +549,7 @@ def run(paper: Optional[Path] = None, output: Path = Path(".demo"), *,
 
     classifier, encoder = train_demo_models(
         data, output, classifier_steps=classifier_steps, encoder_steps=encoder_steps, retrain=retrain, gpu_id=gpu_id)
-    models = [(classifier, CLASSIFIER)] + ([(encoder, ENCODER)] if encoder is not None else [])
-    nlp, _ = assemble(parser, models, phrases=data.phrases)
-    save_pipeline(nlp, pipeline_dir)
+    nlp = assemble_demo_pipeline(data, classifier, encoder, pipeline_dir, parser=parser)
     print(f"\npipeline {nlp.pipe_names} -> {pipeline_dir}")
 
     counts = annotate(nlp, paper)
