@@ -222,3 +222,32 @@ def test_shared_az_cl(shared_data):
                                     "(Pereira and Warren 1983)")
     text = "\n".join(s.text for d in docs for s in d.sents)
     assert " n't" not in text and "``" not in text and " , " not in text
+
+
+def test_fullpaper_corpus_takes_az_papers(tmp_path):
+    import json
+
+    from spacy_rhetoric.errors import RhetoricError
+    from spacy_rhetoric.readers.fullpaper_corpus import write_az_corpus, write_fullpaper_corpus
+
+    abstracts = tmp_path / "cs.jsonl"
+    abstracts.write_text(json.dumps({"abstract_id": 0, "sentences": ["We study x.", "It works."],
+                                     "labels": ["objective", "result"]}) + "\n")
+    folder = tmp_path / "az"
+    for i in range(5):
+        _write(folder, f"95990{i:02d}.annot", PAPER.replace("9599001", f"95990{i:02d}"))
+    nlp = spacy.blank("en")
+    fold_of = dict(zip((get_doc_value(d, "doc_id") for d in read_az(folder, nlp)), az_folds(list(read_az(folder, nlp)))))
+    counts = write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "a", az=folder, az_copies=2,
+                                    az_heldout_folds=["fold1"])
+    assert counts["train"]["az_papers"] == 4 and counts["train"]["docs"] == 1 + 4 * 2
+    assert counts["heldout_az"]["docs"] == 1
+    held = list(DocBin().from_disk(tmp_path / "a" / "heldout_az.spacy").get_docs(nlp.vocab))
+    assert fold_of[get_doc_value(held[0], "doc_id")] == "fold1"
+    train = list(DocBin().from_disk(tmp_path / "a" / "train.spacy").get_docs(nlp.vocab))
+    assert {get_doc_value(d, "source") for d in train[1:]} == {"az-cl"}
+    assert [s._.rhetoric_section for s in train[1].sents][:3] == ["abstract", "abstract", "introduction"]
+    with pytest.raises(RhetoricError, match="no AZ-CL fold"):
+        write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "b", az=folder, az_heldout_folds=["fold9"])
+    fine = write_az_corpus(folder, tmp_path / "c", heldout_folds=["fold2"])
+    assert fine["heldout"]["docs"] == 1 and fine["train"]["docs"] + fine["dev"]["docs"] == 4

@@ -9,6 +9,10 @@
 # ART papers alone, per ART fold fold1..fold5 (held out: <fold>/heldout.spacy), scored by
 # bench_fields.py --coresc-cv-dir. FOLDS="fold1": only those folds. CLSCISUMM=1: also the CL-SciSumm reference
 # papers, their cited sentences labelled by the citances' discourse facets (section_labels --clscisumm), as the demo.
+# AZ=1: also the AZ-CL papers (computational linguistics) of four of its five folds (readers.az.az_folds; MuLMS-AZ
+# fold trainK is held out with AZ-CL fold foldK, written to <fold>/heldout_az.spacy), scored by bench_fields.py
+# --az-cv-dir. AZ=only: the AZ classifier (configs/az_classifier.cfg, the 7 zones as the fine label) on the AZ-CL
+# papers alone, per AZ-CL fold fold1..fold5. EXTRA_CORPUS_ARGS: more section_labels options (e.g. --mulms-copies 2).
 #   CV_DIR=training/fullpaper_cv STEPS=2000 PARALLEL=2 bash benchmarks/fullpaper/run_fullpaper_cv.sh [extra spacy train overrides]
 # A fold whose training ended (<fold>/trained) is skipped (rerun to resume). Logs: $CV_DIR/<fold>/train.log.
 set -euo pipefail
@@ -20,10 +24,15 @@ DATA=${SPACY_RHETORIC_DATA:-../shared/data}
 PY=${PY:-.venv/bin/python}
 CORESC=${CORESC:-0}
 CLSCISUMM=${CLSCISUMM:-0}
+AZ=${AZ:-0}
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 CONFIG=configs/classifier.cfg
 if [ "$CORESC" = only ]; then
   CONFIG=configs/coresc_classifier.cfg
+  FOLDS=${FOLDS:-fold1 fold2 fold3 fold4 fold5}
+fi
+if [ "$AZ" = only ]; then
+  CONFIG=configs/az_classifier.cfg
   FOLDS=${FOLDS:-fold1 fold2 fold3 fold4 fold5}
 fi
 FOLDS=${FOLDS:-train1 train2 train3 train4 train5}
@@ -35,7 +44,11 @@ run_fold() {
   local corpus=(--fullpaper --heldout-folds "$fold")
   [ "$CORESC" = 1 ] && corpus+=(--coresc --coresc-heldout-folds "fold${fold#train}")
   [ "$CLSCISUMM" = 1 ] && corpus+=(--clscisumm)
+  [ "$AZ" = 1 ] && corpus+=(--az --az-heldout-folds "fold${fold#train}")
   [ "$CORESC" = only ] && corpus=(--coresc-only --heldout-folds "$fold")
+  [ "$AZ" = only ] && corpus=(--az-only --heldout-folds "$fold")
+  # shellcheck disable=SC2206
+  corpus+=(${EXTRA_CORPUS_ARGS:-})
   [ -f "$dir/train.spacy" ] || $PY -m spacy_rhetoric.readers.section_labels "$dir" --data "$DATA" \
       "${corpus[@]}" > "$dir.corpus.json"
   $PY -m spacy train "$CONFIG" --output "$dir/model" \

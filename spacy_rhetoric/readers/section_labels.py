@@ -26,6 +26,11 @@ one Example per doc whose *predicted* doc carries the reference's
 ``heading``, ``section`` and ``title`` values too, since the classifier reads
 the section from the doc it labels (in a pipeline, the section tagger writes
 it).
+
+The full-paper classifiers' corpora (CSAbstruct + papers with expert labels:
+MuLMS-AZ, AZ-CL, ART / CoreSC) are built in ``readers.fullpaper_corpus``
+(re-exported here); this module's command line writes both kinds
+(``--fullpaper``, ``--coresc-only``, ``--az-only``).
 """
 import random
 from pathlib import Path
@@ -62,7 +67,19 @@ from ..section_headings import (
 )
 from ..section_headings import TITLE as T
 from .common import doc_from_sentences, shuffle_and_limit, spacy_files
-from .coresc import coresc_folds
+from .fullpaper_corpus import (  # noqa: F401 - the full-paper corpora, re-exported (readers/fullpaper_corpus.py)
+    CLSCISUMM_MANUAL,
+    MULMS_COPIES,
+    abstract_sections,
+    build_fullpaper_corpus,
+    coresc_docs,
+    csabstruct_docs,
+    mulms_docs,
+    write_az_corpus,
+    write_coresc_corpus,
+    write_docs,
+    write_fullpaper_corpus,
+)
 
 COARSE_LABELS = ("background", "objective", "method", "result", "other")
 # section category (rhetoric_section_tagger) -> weak coarse label; None: no label
@@ -74,8 +91,6 @@ SECTION_LABELS: Dict[str, Optional[str]] = {
 PMC_LABELS = {"background": "background", "objective": "objective", "methods": "method", "results": "result",
               "other": "other"}
 COPIED_FIELDS = (HEADING, SECTION)
-CLSCISUMM_MANUAL = "cl-scisumm/training-40-manual"  # the manually annotated topics, under a data directory
-MULMS_COPIES = 3  # times each MuLMS-AZ paper is in the full-paper training corpus
 
 
 def copy_section_fields(ref: Doc, pred: Doc) -> Doc:
@@ -185,15 +200,6 @@ def section_label_corpus_v2(path: Path, limit: int = 0, shuffle: bool = False, s
 # Building the corpus
 
 
-def abstract_sections(doc: Doc) -> Doc:
-    """Mark every sentence of a CSAbstruct doc as heading "Abstract", section
-    ``abstract``."""
-    sents = list(doc.sents) if len(doc) else []
-    set_span_values(doc, HEADING, sents, ["Abstract"] * len(sents))
-    set_span_values(doc, SECTION, sents, [ABSTRACT] * len(sents))
-    return doc
-
-
 def pmc_coarse(doc: Doc) -> Doc:
     """Map the PMC-Sents-FULL labels of ``doc`` to the coarse set (PMC_LABELS)."""
     sents = list(doc.sents) if len(doc) else []
@@ -232,28 +238,6 @@ def weak_label_papers(docs: Iterable[Doc], nlp: Language, tagger, *, max_sents: 
             if title:
                 extensions.set_doc_value(piece, TITLE, title)
             yield piece
-
-
-def _write(docs: Iterable[Doc], path: Path) -> Dict[str, int]:
-    from ..io import atomic_path
-
-    docbin = DocBin(store_user_data=True)
-    n_docs = n_sents = 0
-    for doc in docs:
-        docbin.add(doc)
-        n_docs += 1
-        n_sents += sum(1 for _ in doc.sents) if len(doc) else 0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        docbin.to_disk(tmp)
-    return {"docs": n_docs, "sentences": n_sents}
-
-
-def csabstruct_docs(path: Union[str, Path], nlp: Language) -> List[Doc]:
-    """CSAbstruct ``.jsonl`` as docs with section ``abstract``."""
-    from .csabstruct import read_csabstruct
-
-    return [abstract_sections(d) for d in read_csabstruct(path, nlp)]
 
 
 def pmc_splits(path: Union[str, Path], nlp: Language) -> Tuple[List[Doc], List[Doc], List[Doc]]:
@@ -314,12 +298,12 @@ def build_section_corpus(data: Union[str, Path], output: Union[str, Path], *, sc
     scisumm_train = list(weak_label_papers((papers[i] for i in train_ids), nlp, tagger, max_sents=max_sents))
     scisumm_heldout = list(weak_label_papers((papers[i] for i in heldout_ids), nlp, tagger))
 
-    counts["train"] = _write(cs_train + pmc_fit + scisumm_train, output / "train.spacy")
+    counts["train"] = write_docs(cs_train + pmc_fit + scisumm_train, output / "train.spacy")
     counts["train"].update(csabstruct=len(cs_train), pmc_articles=len(pmc_fit), scisumm_papers=len(train_ids))
-    counts["dev"] = _write(cs_dev + pmc_valid, output / "dev.spacy")
-    counts["csabstruct_dev"] = _write(cs_dev, output / "csabstruct_dev.spacy")
-    counts["pmc_test"] = _write(pmc_test, output / "pmc_test.spacy")
-    counts["scisumm_heldout"] = _write(scisumm_heldout, output / "scisumm_heldout.spacy")
+    counts["dev"] = write_docs(cs_dev + pmc_valid, output / "dev.spacy")
+    counts["csabstruct_dev"] = write_docs(cs_dev, output / "csabstruct_dev.spacy")
+    counts["pmc_test"] = write_docs(pmc_test, output / "pmc_test.spacy")
+    counts["scisumm_heldout"] = write_docs(scisumm_heldout, output / "scisumm_heldout.spacy")
     counts["scisumm_heldout"]["papers"] = len(heldout_ids)
     return counts
 
@@ -345,155 +329,13 @@ def build_small_corpus(csabstruct_train: Path, csabstruct_dev: Path, output: Uni
         papers = list(read_scisumm_papers(scisumm, nlp, limit=scisumm_papers).values())
         counts["sources"]["scisumm_papers"] = len(papers)
         train += list(weak_label_papers(papers, nlp, tagger, max_sents=max_sents))
-    counts["train"] = _write(train, output / "train.spacy")
-    counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
+    counts["train"] = write_docs(train, output / "train.spacy")
+    counts["dev"] = write_docs(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
     return counts
 
 
-def mulms_docs(path: Union[str, Path], nlp: Language, tagger, *, folds: Optional[Sequence[str]] = None) -> List[Doc]:
-    """MuLMS-AZ papers (``readers.mulms``) with their sections tagged by
-    ``tagger`` (a rhetoric_section_tagger), as a pipeline would see them."""
-    from .mulms import read_mulms
-
-    return [tagger(doc) for doc in read_mulms(path, nlp, folds=folds)]
-
-
-def coresc_docs(path: Union[str, Path], nlp: Language, tagger) -> List[Doc]:
-    """ART / CoreSC papers (``readers.coresc``; a file or a folder) with their
-    sections tagged by ``tagger``, as :func:`mulms_docs`."""
-    from .coresc import read_coresc
-
-    return [tagger(doc) for doc in read_coresc(path, nlp)]
-
-
-def clscisumm_docs(path: Union[str, Path], nlp: Language, tagger) -> List[Doc]:
-    """The facet-labelled CL-SciSumm reference papers (``readers.clscisumm.read_facet_docs``)
-    with their sections tagged by ``tagger``, as :func:`mulms_docs`; an error
-    when none is read."""
-    from .clscisumm import read_facet_docs
-
-    docs = [tagger(doc) for doc in read_facet_docs(path, nlp)]
-    if not docs:
-        raise RhetoricError(f"no CL-SciSumm reference paper with faceted citances under {path}")
-    return docs
-
-
-def build_fullpaper_corpus(data: Union[str, Path], output: Union[str, Path], *,
-                           heldout_folds: Sequence[str] = (), mulms_copies: int = MULMS_COPIES,
-                           coresc: bool = False, coresc_heldout_folds: Sequence[str] = (),
-                           clscisumm: bool = False, lang: str = "en") -> Dict[str, Dict[str, int]]:
-    """The full-paper classifier's corpus (``configs/classifier.cfg``)
-    from a data directory (``write_fullpaper_corpus`` with its CSAbstruct and
-    MuLMS-AZ files; ``coresc``: + its ART / CoreSC papers, ``coresc-art/``;
-    ``clscisumm``: + the facet-labelled CL-SciSumm reference papers,
-    ``cl-scisumm/training-40-manual/``)."""
-    data = Path(data)
-    return write_fullpaper_corpus(data / "csabstruct" / "train.jsonl", data / "csabstruct" / "dev.jsonl",
-                                  data / "mulms-az" / "train.jsonl", output, heldout_folds=heldout_folds,
-                                  mulms_copies=mulms_copies, coresc=data / "coresc-art" if coresc else None,
-                                  coresc_heldout_folds=coresc_heldout_folds,
-                                  clscisumm=data / CLSCISUMM_MANUAL if clscisumm else None, lang=lang)
-
-
-def write_fullpaper_corpus(csabstruct_train: Path, csabstruct_dev: Path, mulms: Optional[Path],
-                           output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
-                           mulms_copies: int = MULMS_COPIES, coresc: Optional[Path] = None,
-                           coresc_heldout_folds: Sequence[str] = (), clscisumm: Optional[Path] = None,
-                           clscisumm_copies: int = 1, lang: str = "en") -> Dict[str, Dict[str, int]]:
-    """Write under ``output``: ``train.spacy`` = CSAbstruct train (section
-    ``abstract``) + the MuLMS-AZ papers (``mulms``, when given) of every fold
-    but ``heldout_folds``, their sections from the default
-    ``rhetoric_section_tagger``, each paper ``mulms_copies`` times (36 papers
-    beside 1,668 abstracts: the copies weigh the full papers up; section
-    dropout makes each copy a different view in every epoch); ``dev.spacy`` = CSAbstruct dev;
-    ``heldout.spacy`` = the held-out MuLMS-AZ papers (when any: the
-    cross-validation of ``benchmarks/fullpaper/bench_fullpaper.py``). ``coresc``: an
-    ART / CoreSC file or folder whose papers join ``train.spacy`` once each
-    (chemistry; off by default: ART is licensed CC BY-NC, and a pipeline
-    trained on it inherits the non-commercial condition); ``coresc_heldout_folds``:
-    its papers of these folds (``readers.coresc.coresc_folds``: ``fold1``..``fold5``)
-    are left out of ``train.spacy`` and written to ``heldout_coresc.spacy``. Each
-    paper keeps ``doc._.rhetoric_source`` (``mulms-az``, ``coresc-art``): the
-    fine-tuned member balances its sources by it. ``clscisumm``: a folder of
-    CL-SciSumm topics whose manually annotated reference papers (computational
-    linguistics, CC BY 4.0) join ``train.spacy`` ``clscisumm_copies`` times
-    each, only some sentences labelled: those cited, by the discourse facets
-    of the citances, and background ones (``readers.clscisumm.read_facet_docs``;
-    source ``cl-scisumm``).
-    Returns counts."""
-    import spacy
-
-    output = Path(output)
-    nlp = spacy.blank(lang)
-    tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
-    papers = mulms_docs(mulms, nlp, tagger) if mulms is not None else []
-    held = set(heldout_folds)
-    fold = [get_doc_value(d, "fold") for d in papers]
-    train_papers = [d for d, f in zip(papers, fold) if f not in held]
-    cs_train = csabstruct_docs(csabstruct_train, nlp)
-    art = coresc_docs(coresc, nlp, tagger) if coresc is not None else []
-    if coresc_heldout_folds and coresc is None:
-        raise RhetoricError("coresc_heldout_folds needs the ART / CoreSC papers (coresc)")
-    art_held = set(coresc_heldout_folds)
-    art_fold = coresc_folds(art) if art else []
-    unknown = art_held - set(art_fold)
-    if art and unknown:
-        raise RhetoricError(f"no ART / CoreSC fold {sorted(unknown)}: the folds are {sorted(set(art_fold))}")
-    art_train = [d for d, f in zip(art, art_fold) if f not in art_held]
-    facet_papers = clscisumm_docs(clscisumm, nlp, tagger) if clscisumm is not None else []
-    counts = {"train": _write(cs_train + train_papers * max(1, int(mulms_copies))
-                              + facet_papers * max(1, int(clscisumm_copies)) + art_train, output / "train.spacy")}
-    counts["train"].update(csabstruct=len(cs_train), mulms_papers=len(train_papers))
-    if clscisumm is not None:
-        counts["train"]["clscisumm_papers"] = len(facet_papers)
-    if coresc is not None:
-        counts["train"]["coresc_papers"] = len(art_train)
-    counts["dev"] = _write(csabstruct_docs(csabstruct_dev, nlp), output / "dev.spacy")
-    if held:
-        counts["heldout"] = _write([d for d, f in zip(papers, fold) if f in held], output / "heldout.spacy")
-    if art_held:
-        counts["heldout_coresc"] = _write([d for d, f in zip(art, art_fold) if f in art_held],
-                                          output / "heldout_coresc.spacy")
-    return counts
-
-
-def write_coresc_corpus(coresc: Path, output: Union[str, Path], *, heldout_folds: Sequence[str] = (),
-                        dev_share: float = 0.1, lang: str = "en") -> Dict[str, Dict[str, int]]:
-    """The CoreSC classifier's corpus (``configs/coresc_classifier.cfg``: the
-    11 CoreSC concepts as the fine label) from ART / CoreSC papers (a file or
-    a folder; CC BY-NC, and so is a model trained on it), sections from the
-    default ``rhetoric_section_tagger``: the papers of every fold but
-    ``heldout_folds`` (``readers.coresc.coresc_folds``) split by paper id
-    into ``train.spacy`` and ``dev.spacy`` (``dev_share`` of them, seeded:
-    spaCy's evaluation during training); ``heldout.spacy``: the held-out
-    folds' papers (cross-validation). Returns counts."""
-    import spacy
-
-    from .splits import split_doc_ids
-
-    output = Path(output)
-    nlp = spacy.blank(lang)
-    tagger = spacy.blank(lang).add_pipe("rhetoric_section_tagger")
-    art = coresc_docs(coresc, nlp, tagger)
-    if not art:
-        raise RhetoricError(f"no ART / CoreSC paper read from {coresc}")
-    folds = coresc_folds(art)
-    held = set(heldout_folds)
-    unknown = held - set(folds)
-    if unknown:
-        raise RhetoricError(f"no ART / CoreSC fold {sorted(unknown)}: the folds are {sorted(set(folds))}")
-    kept = [d for d, f in zip(art, folds) if f not in held]
-    ids = [str(get_doc_value(d, DOC_ID)) for d in kept]
-    train_ids, dev_ids = split_doc_ids(ids, share=1.0 - dev_share, seed=0)
-    dev_set = set(dev_ids)
-    counts = {"train": _write([d for d, i in zip(kept, ids) if i not in dev_set], output / "train.spacy"),
-              "dev": _write([d for d, i in zip(kept, ids) if i in dev_set], output / "dev.spacy")}
-    if held:
-        counts["heldout"] = _write([d for d, f in zip(art, folds) if f in held], output / "heldout.spacy")
-    return counts
-
-
-if __name__ == "__main__":  # pragma: no cover
+def main(argv=None) -> Dict[str, Dict[str, int]]:
+    """The command line (see the module docstring and ``readers.fullpaper_corpus``)."""
     import argparse
 
     import srsly
@@ -506,6 +348,9 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--fullpaper", action="store_true", help="build_fullpaper_corpus instead")
     parser.add_argument("--heldout-folds", nargs="*", default=[], help="with --fullpaper: MuLMS folds left out")
     parser.add_argument("--mulms-copies", type=int, default=MULMS_COPIES, help="with --fullpaper: copies per paper")
+    parser.add_argument("--az", action="store_true", help="with --fullpaper: + the AZ-CL papers (CC BY-SA 3.0)")
+    parser.add_argument("--az-heldout-folds", nargs="*", default=[],
+                        help="with --az: AZ-CL folds (fold1..fold5) left out, written to heldout_az.spacy")
     parser.add_argument("--coresc", action="store_true",
                         help="with --fullpaper: + the ART / CoreSC papers (CC BY-NC: non-commercial use only)")
     parser.add_argument("--coresc-heldout-folds", nargs="*", default=[],
@@ -515,14 +360,25 @@ if __name__ == "__main__":  # pragma: no cover
     parser.add_argument("--coresc-only", action="store_true",
                         help="write_coresc_corpus instead: the ART / CoreSC papers alone, CoreSC concepts as fine "
                              "labels (with --heldout-folds: ART folds fold1..fold5 left out)")
-    args = parser.parse_args()
+    parser.add_argument("--az-only", action="store_true",
+                        help="write_az_corpus instead: the AZ-CL papers alone, zones as fine labels (with "
+                             "--heldout-folds: AZ-CL folds fold1..fold5 left out)")
+    args = parser.parse_args(argv)
     if args.coresc_only:
         result = write_coresc_corpus(args.data / "coresc-art", args.output, heldout_folds=args.heldout_folds)
+    elif args.az_only:
+        result = write_az_corpus(args.data / "az-cl", args.output, heldout_folds=args.heldout_folds)
     elif args.fullpaper:
         result = build_fullpaper_corpus(args.data, args.output, heldout_folds=args.heldout_folds,
-                                        mulms_copies=args.mulms_copies, coresc=args.coresc,
+                                        mulms_copies=args.mulms_copies, az=args.az,
+                                        az_heldout_folds=args.az_heldout_folds, coresc=args.coresc,
                                         coresc_heldout_folds=args.coresc_heldout_folds, clscisumm=args.clscisumm)
     else:
         result = build_section_corpus(args.data, args.output, scisumm_train_papers=args.scisumm_train_papers,
                                       max_sents=args.max_sents)
     print(srsly.json_dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
