@@ -132,7 +132,7 @@ def test_read_paper_errors(tmp_path):
 def test_pipeline_without_encoder_is_refused(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    with pytest.raises(AlignmentError, match="rhetoric_sentence_encoder"):
+    with pytest.raises(AlignmentError, match="sets no sentence vectors"):
         encode_paper(nlp, write_lines(tmp_path / "a.txt", PAPER_A), lines=True)
 
 

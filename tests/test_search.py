@@ -198,7 +198,7 @@ def test_bad_input(model_dir, corpus, tmp_path):
     no_encoder = spacy.blank("en")
     no_encoder.add_pipe("sentencizer")
     no_encoder.to_disk(tmp_path / "blank")
-    with pytest.raises(SearchIndexError, match="no rhetoric_sentence_encoder"):
+    with pytest.raises(SearchIndexError, match="sets no sentence vectors"):
         build_index(tmp_path / "blank", [corpus], tmp_path / "idx", progress=False)
     with pytest.raises(SearchIndexError, match="index_factory"):
         build_index(model_dir, [corpus], tmp_path / "idx", index_type="IVFxyz", progress=False)

@@ -145,3 +145,27 @@ def test_on_a_device_the_same_labels_and_vectors_in_device_arrays(tmp_path):
         numpy.testing.assert_allclose(host(out), cpu_out, atol=1e-5)
         doc = on_device(paper(on_device, *PAPERS[1][:3]))
     assert all(numpy.allclose(a, b, atol=1e-5) for a, b in zip(vectors_of(doc), vectors_of(cpu_doc)))
+
+
+def test_commands_that_need_vectors_take_a_classifier_with_a_vector_head(tmp_path):
+    """index / search / align / map check what a pipeline writes, not one
+    factory's name: a classifier with a vector head is enough; one without is
+    refused with the components named."""
+    from spacy_rhetoric.apps.alignment import AlignmentError, align_encoded, encode_paper
+    from spacy_rhetoric.pipeline.capabilities import vector_components, vector_only_disabled
+    from spacy_rhetoric.search.sources import SearchIndexError, check_pipeline
+
+    nlp = trained(tmp_path)
+    assert vector_components(nlp) == [CLASSIFIER]
+    assert vector_only_disabled(nlp) == ["sentencizer"]
+    check_pipeline(nlp)
+    a = encode_paper(nlp, paper(nlp, *PAPERS[0][:3]), name="a")
+    b = encode_paper(nlp, paper(nlp, *PAPERS[1][:3]), name="b")
+    pairs = align_encoded(a, b)
+    assert len(pairs) == 4 and all(-1.0 <= p.score <= 1.0 + 1e-5 for p in pairs)
+    plain = trained(tmp_path / "plain", vectors=False)
+    assert vector_components(plain) == []
+    with pytest.raises(SearchIndexError, match="sets no sentence vectors.*rhetoric_function_classifier"):
+        check_pipeline(plain)
+    with pytest.raises(AlignmentError, match="sets no sentence vectors"):
+        encode_paper(plain, paper(plain, *PAPERS[0][:3]), name="a")

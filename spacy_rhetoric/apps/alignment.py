@@ -28,6 +28,7 @@ from spacy.tokens import Doc, DocBin
 from .. import extensions as ext
 from ..errors import RhetoricError
 from ..evaluation.neighbours import cosine_neighbours
+from ..pipeline.capabilities import require_vectors
 from ..readers.common import sentence_splitters
 
 PaperInput = Union[str, Path, Doc]
@@ -115,11 +116,7 @@ def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) ->
 
 
 def check_pipeline(nlp: Language) -> None:
-    if not any(nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder" for n in nlp.pipe_names):
-        raise AlignmentError(
-            f"the pipeline has no rhetoric_sentence_encoder (components: {', '.join(nlp.pipe_names) or 'none'}); "
-            "alignment needs sent._.rhetoric_vector"
-        )
+    require_vectors(nlp, AlignmentError, "alignment")
 
 
 def encode_paper(nlp: Language, paper: PaperInput, *, lines: bool = False,

@@ -31,7 +31,7 @@ def _short(text: str, width: int) -> str:
 def align_cli(
     paper_a: Path = typer.Argument(..., help="Paper A: CL-SciSumm XML, .spacy or plain text"),
     paper_b: Path = typer.Argument(..., help="Paper B: CL-SciSumm XML, .spacy or plain text"),
-    model: str = typer.Option(..., "--model", "-m", help="Pipeline (path or package name) with a rhetoric_sentence_encoder"),
+    model: str = typer.Option(..., "--model", "-m", help="Pipeline (path or package name) that sets sentence vectors (an encoder, or a classifier with a vector head)"),
     k: int = typer.Option(1, "--k", "-k", callback=positive_int, help="Matches per sentence of A (at least 1)"),
     lines: bool = typer.Option(False, "--lines", help="Plain text: one sentence per non-empty line"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the pairs as JSON lines"),

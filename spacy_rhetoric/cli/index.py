@@ -21,7 +21,7 @@ from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int, read_t
 
 @app.command("index")
 def index_cli(
-    pipeline: str = typer.Argument(..., help="Trained pipeline (path or package) with a rhetoric_sentence_encoder"),
+    pipeline: str = typer.Argument(..., help="Trained pipeline (path or package) that sets sentence vectors (an encoder, or a classifier with a vector head)"),
     corpus: List[Path] = typer.Argument(..., help=".spacy, label .jsonl, paper files or folders of papers"),
     output: Path = typer.Option(..., "--output", "-o", help="Index directory to write"),
     index_type: str = typer.Option("auto", "--index-type", help="auto (exact up to 200k vectors, IVF-PQ with exact re-ranking above), "

@@ -378,7 +378,7 @@ def sentence_vectors(nlp, docs: Iterable, *, progress: bool = True) -> Tuple[num
     vectors, labels, skipped = _collect(annotate_gold_docs(nlp, docs, progress=progress), VECTOR)
     _warn_skipped(skipped, len(vectors), "rhetoric_vector")
     if not vectors:
-        raise RhetoricError("the pipeline set no sentence vectors: does it have a rhetoric_sentence_encoder?")
+        raise RhetoricError("the pipeline set no sentence vectors: does it have a rhetoric_sentence_encoder or a classifier with a vector head?")
     return numpy.vstack(vectors).astype("float32"), labels
 
 

@@ -315,6 +315,12 @@ class FunctionClassifier(SentencePipe):
                 f"initialized with labels {list(self.labels)}; add labels before initialize()"
             )
 
+    @property
+    def writes_vectors(self) -> bool:
+        """Whether the model has a fitted vector head, i.e. this component
+        fills ``sent._.rhetoric_vector`` (``pipeline.capabilities``)."""
+        return vector_width(self.model) > 0
+
     def _n_outputs(self) -> int:
         return len(self.labels) + vector_width(self.model)
 

@@ -197,6 +197,8 @@ def make_sentence_encoder(
 class SentenceEncoder(SentencePipe):
     """Metric-learning sentence encoder; fills ``sent._.rhetoric_vector``."""
 
+    writes_vectors = True
+
     # Only gold sentences with a known label are pooled in ``update``.
     train_on_unlabelled = False
 

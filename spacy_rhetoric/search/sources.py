@@ -9,6 +9,7 @@ from .. import extensions as ext
 from ..apps.records import doc_records
 from ..errors import RhetoricError
 from ..io import check_input, path_text
+from ..pipeline.capabilities import require_vectors, vector_only_disabled
 
 PathLike = Union[str, Path]
 
@@ -138,23 +139,12 @@ def iter_parts(papers: Iterable[Dict[str, Any]], part_sentences: int) -> Iterato
 
 
 def check_pipeline(nlp) -> None:
-    if not any(nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder" for n in nlp.pipe_names):
-        raise SearchIndexError(
-            f"the pipeline has no rhetoric_sentence_encoder (components: {', '.join(nlp.pipe_names) or 'none'}); "
-            "search needs sent._.rhetoric_vector"
-        )
+    require_vectors(nlp, SearchIndexError, "search")
 
 
 def not_for_vectors(nlp) -> List[str]:
-    """The components a sentence vector does not need (to disable for
-    queries): all but the encoder and the tok2vec/transformer it listens to;
-    sentence splitters too (a query is one sentence)."""
-    encoders = [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "rhetoric_sentence_encoder"]
-    keep = set(encoders)
-    for name, pipe in nlp.pipeline:
-        if set(getattr(pipe, "listening_components", None) or []) & set(encoders):
-            keep.add(name)
-    return [n for n in nlp.pipe_names if n not in keep]
+    """The components a query's vector does not need (disabled for queries)."""
+    return vector_only_disabled(nlp)
 
 
 def load_pipeline(model: PathLike):
