@@ -11,7 +11,10 @@ learned heading classifier and its training (used by
   text; the match that starts first wins (then the longer one, then the
   earlier rule). A rule marked ``back_matter`` (references,
   acknowledgements, appendix...) also makes every later heading of the paper
-  ``other``.
+  ``other``. A pipeline's rules are data from its folder, so they run on the
+  ``regex`` engine (a dependency of transformers) with a time limit per
+  search, :data:`RULE_TIMEOUT`: a pattern that backtracks without end
+  (``^(a|aa)+$``) is a RhetoricError naming the rule, never a stalled run.
 * :class:`HeadingClassifier`: scikit-learn char n-gram TF-IDF +
   LogisticRegression, stored as JSON (vocabulary, idf, coefficients) and
   rebuilt on load, never pickled. The packaged one
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
+import regex as safe_re
 import srsly
 from spacy.tokens import Doc
 
@@ -124,6 +128,10 @@ def parse_heading(raw: str) -> Heading:
 # Keyword rules
 
 
+# Seconds one rule may search one heading (microseconds for any sensible pattern).
+RULE_TIMEOUT = 0.5
+
+
 @dataclass(frozen=True)
 class Rule:
     category: str
@@ -131,7 +139,19 @@ class Rule:
     back_matter: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "regex", re.compile(self.pattern))
+        object.__setattr__(self, "regex", safe_re.compile(self.pattern))
+
+    def search(self, text: str, timeout: float = RULE_TIMEOUT):
+        """The first match in ``text`` (None if none); a RhetoricError naming
+        the rule when the search runs past ``timeout`` seconds."""
+        try:
+            return self.regex.search(text, timeout=timeout)
+        except TimeoutError:
+            raise RhetoricError(
+                f"section rule {self.pattern!r} (category {self.category!r}) ran past {timeout:g} s on a "
+                f"heading of {len(text)} characters ({text[:40]!r}): the pattern backtracks without end "
+                "(a repetition inside a repetition, as in (a+)+ or (a|aa)+); fix or remove it in the rules file"
+            ) from None
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"category": self.category, "pattern": self.pattern}
@@ -160,7 +180,12 @@ class HeadingRules:
 
     def __init__(self, rules: Iterable[Union[Rule, Dict[str, Any]]] = ()) -> None:
         self.rules: List[Rule] = []
+        if isinstance(rules, (str, bytes, dict)) or not isinstance(rules, Iterable):
+            raise RhetoricError(f"section rules must be a list of objects, got {type(rules).__name__}")
         for i, rule in enumerate(rules):
+            if not isinstance(rule, (dict, Rule)):
+                raise RhetoricError(f"section rule {i} must be an object with 'category' and 'pattern', "
+                                    f"got {type(rule).__name__}")
             if isinstance(rule, dict):
                 unknown = set(rule) - {"category", "pattern", "back_matter", "comment"}
                 if unknown or "category" not in rule or "pattern" not in rule:
@@ -170,7 +195,7 @@ class HeadingRules:
                     )
                 try:
                     rule = Rule(str(rule["category"]), str(rule["pattern"]), bool(rule.get("back_matter", False)))
-                except re.error as exc:
+                except (re.error, safe_re.error) as exc:
                     raise RhetoricError(f"section rule {i}: bad regular expression {rule['pattern']!r}: {exc}") from None
             self.rules.append(rule)
 
@@ -202,7 +227,7 @@ class HeadingRules:
         best: Optional[Tuple[int, int, int]] = None
         found = None
         for i, rule in enumerate(self.rules):
-            m = rule.regex.search(text)
+            m = rule.search(text)
             if m is None:
                 continue
             key = (m.start(), -(m.end() - m.start()), i)

@@ -195,3 +195,67 @@ def test_failure_lines_are_printable(tmp_path):
     assert result.exit_code == 1
     assert "pwned" in result.output
     _no_raw_controls(result.output)
+
+
+# -- a pipeline's section rules cannot stall a run -------------------------------------------------------
+
+
+@pytest.fixture
+def alarm():
+    """Fail (instead of hanging) when the block runs past ``seconds``."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError("still running")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    yield lambda seconds: signal.alarm(seconds)
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _tagger_with_rules(tmp_path, patterns):
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("rhetoric_section_tagger")
+    nlp.to_disk(tmp_path / "pipe")
+    rules = tmp_path / "pipe" / "rhetoric_section_tagger" / "rules.json"
+    data = json.loads(rules.read_text())
+    data["rules"] = [{"category": "method", "pattern": p} for p in patterns] + data["rules"]
+    rules.write_text(json.dumps(data))
+    return spacy.load(tmp_path / "pipe").get_pipe("rhetoric_section_tagger")
+
+
+def test_backtracking_section_rule_is_bounded(tmp_path, alarm):
+    import time
+
+    tagger = _tagger_with_rules(tmp_path, [r"^(a+)+$"])
+    alarm(10)
+    start = time.perf_counter()
+    assert tagger.tag_heading("a" * 40 + "b") == "unknown"  # the packaged rules and model decide nothing
+    assert tagger.tag_heading("Introduction") == "introduction"
+    assert time.perf_counter() - start < 2.0
+
+
+def test_runaway_section_rule_is_an_error_naming_it(tmp_path, alarm):
+    import time
+
+    tagger = _tagger_with_rules(tmp_path, [r"^(a|aa)+$"])
+    assert tagger.tag_heading("Introduction") == "introduction"
+    alarm(10)
+    start = time.perf_counter()
+    with pytest.raises(RhetoricError, match=r"section rule '\^\(a\|aa\)\+\$' \(category 'method'\) ran past"):
+        tagger.tag_heading("a" * 60 + "b")
+    assert time.perf_counter() - start < 5.0
+
+
+@pytest.mark.parametrize("rules", ['{"rules": "x"}', '["x"]', '{"rules": [{"category": "m", "pattern": "(("}]}'])
+def test_malformed_rules_file_is_one_error(tmp_path, rules):
+    from spacy_rhetoric.section_headings import HeadingRules
+
+    path = tmp_path / "rules.json"
+    path.write_text(rules)
+    with pytest.raises(RhetoricError, match="section rule"):
+        HeadingRules.from_file(path)
