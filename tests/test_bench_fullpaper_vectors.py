@@ -1,22 +1,22 @@
-"""benchmarks/fullpaper/bench_fullpaper.py --vectors on tiny inline papers
-(no model): the held-out fold's sentences and zones in the order the
+"""What benchmarks/fullpaper/bench_fullpaper.py --vectors runs (evaluation.cv,
+.encoders) on tiny inline papers (no model): the held-out fold's sentences and zones in the order the
 pipeline pass keeps them, vectors matched to zones (sentences without a
 zone or a vector left out), and per-fold retrieval scores that tell an
 encoder grouping by zone from one grouping by paper."""
-import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy
 import pytest
 import spacy
 
+from spacy_rhetoric.evaluation import cv, encoders, st_baseline
 from spacy_rhetoric.extensions import FINE_LABEL, set_doc_value, set_sent_labels
 from spacy_rhetoric.readers.common import doc_from_sentences
 
-SPEC = importlib.util.spec_from_file_location(
-    "bench_fullpaper", Path(__file__).resolve().parent.parent / "benchmarks" / "fullpaper" / "bench_fullpaper.py")
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
+ROOT = Path(__file__).resolve().parent.parent
+FOLDS = ("train1", "train2")
 
 ZONES = ("motivation", "experiment", "results")
 
@@ -43,7 +43,7 @@ def one_hot(index, width=8):
 
 def test_fold_sentences_keep_the_pipeline_order_and_zones():
     docs = make_docs()
-    texts, zones = bench.fold_sentences(docs, "train2")
+    texts, zones = cv.fold_sentences(docs, "train2")
     assert texts[0] == "Paper 1 says motivation number 0." and texts[6] == "No zone here at all."
     assert len(texts) == 14 and zones[:6] == list(ZONES) * 2 and zones[6] is None
 
@@ -56,14 +56,14 @@ def test_zone_vectors_score_zones_not_papers():
         for fold in ("train1", "train2"):
             rows = []
             for d, doc in enumerate(docs):
-                if bench.fold_sentences([doc], fold)[0]:
-                    _, zones = bench.fold_sentences([doc], fold)
+                if cv.fold_sentences([doc], fold)[0]:
+                    _, zones = cv.fold_sentences([doc], fold)
                     rows += [None if z is None else one_hot(key(d, z)) for z in zones]
             out[fold] = rows
         return out
 
-    by_zone = bench.zone_vector_rows(docs, vectors_for(lambda d, z: ZONES.index(z)))
-    by_paper = bench.zone_vector_rows(docs, vectors_for(lambda d, z: 3 + d))
+    by_zone = cv.zone_vector_rows(docs, vectors_for(lambda d, z: ZONES.index(z)))
+    by_paper = cv.zone_vector_rows(docs, vectors_for(lambda d, z: 3 + d))
     assert by_zone["mean"]["p_at_1"] == pytest.approx(1.0) and by_zone["mean"]["map_at_r"] == pytest.approx(1.0)
     assert by_paper["mean"]["p_at_1"] < 0.6 and by_paper["mean"]["map_at_r"] < 0.6
     assert by_zone["folds"]["train1"]["sentences"] == 12  # the unzoned sentences are left out
@@ -72,10 +72,6 @@ def test_zone_vectors_score_zones_not_papers():
 def test_st_rows_train_on_the_other_folds_only(monkeypatch):
     """The sentence-transformers row: each fold's model is fine-tuned on the
     zoned sentences of the other folds' papers and encodes the fold's own."""
-    encoder_dir = str(Path(__file__).resolve().parent.parent / "benchmarks" / "encoder")
-    monkeypatch.syspath_prepend(encoder_dir)
-    import bench_vectors
-
     seen = []
 
     def fake_finetune(model, texts, classes, *, steps, batch_size, seed):
@@ -85,10 +81,11 @@ def test_st_rows_train_on_the_other_folds_only(monkeypatch):
     def fake_encode(model, texts, batch_size):  # one-hot by zone word: perfect retrieval
         return numpy.vstack([one_hot(next(i for i, z in enumerate(ZONES) if z in t)) for t in texts])
 
-    monkeypatch.setattr(bench_vectors, "finetune_triplets", fake_finetune)
-    monkeypatch.setattr(bench_vectors, "_minilm", lambda device=None: object())
-    monkeypatch.setattr(bench_vectors, "_encode", fake_encode)
-    result = bench.st_vector_rows(make_docs(), steps=3, batch_size=8)
+    monkeypatch.setattr(st_baseline, "finetune_triplets", fake_finetune)
+    monkeypatch.setattr(st_baseline, "load_minilm", lambda device=None: object())
+    monkeypatch.setattr(st_baseline, "encode_normalized", fake_encode)
+    texts, zones = cv.zoned_sentences(make_docs(), FOLDS)
+    result = encoders.st_vector_rows(texts, zones, steps=3, batch_size=8)
     assert sorted(result["folds"]) == ["train1", "train2"]
     assert result["mean"]["p_at_1"] == pytest.approx(1.0)
     assert result["folds"]["train1"]["sentences"] == 12 and result["losses"]["train2"]["steps"] == 2
@@ -101,26 +98,18 @@ def test_st_rows_train_on_the_other_folds_only(monkeypatch):
 @pytest.mark.slow
 def test_st_row_fine_tunes_minilm_for_real():
     """One real step of BatchAllTripletLoss on the local all-MiniLM-L6-v2."""
-    encoder_dir = str(Path(__file__).resolve().parent.parent / "benchmarks" / "encoder")
-    import sys
-
-    if encoder_dir not in sys.path:
-        sys.path.insert(0, encoder_dir)
-    import bench_vectors
-
-    result = bench.st_vector_rows(make_docs(), steps=1, batch_size=8)
+    texts, zones = cv.zoned_sentences(make_docs(), FOLDS)
+    result = encoders.st_vector_rows(texts, zones, steps=1, batch_size=8)
     assert result["losses"]["train1"]["steps"] == 1
     assert 0.0 <= result["mean"]["p_at_1"] <= 1.0 and result["folds"]["train2"]["sentences"] == 12
-    assert bench_vectors.MODEL == bench.RAW_MODEL
 
 
-def test_folds_option_checks_names_before_reading_data(tmp_path, capsys):
+@pytest.mark.parametrize("argv, message", [(["--folds", "fold1"], "--folds"),
+                                           (["--folds", "train1", "--vectors", "--st-steps", "5"], "--st-steps")])
+def test_folds_option_checks_names_before_reading_data(tmp_path, argv, message):
     """--folds (a partial CV run) takes only fold names, and is refused with
     --st-steps, which fine-tunes on the other folds; both before any data is read."""
-    missing = tmp_path / "no-data"
-    for argv, message in ((["--folds", "fold1"], "--folds"), (["--folds"], "--folds"),
-                          (["--folds", "train1", "--vectors", "--st-steps", "5"], "--st-steps")):
-        with pytest.raises(SystemExit):
-            bench.parse_args(["--data", str(missing), *argv])
-        assert message in capsys.readouterr().err
-    assert bench.parse_args(["--data", str(missing), "--folds", "train1", "train2"]).folds == ["train1", "train2"]
+    script = ROOT / "benchmarks" / "fullpaper" / "bench_fullpaper.py"
+    done = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "no-data"), *argv],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 2 and message in done.stderr

@@ -1,18 +1,12 @@
-"""benchmarks/fullpaper's member rows (bench_fullpaper.member_probabilities, mixture_labels) on a tiny
+"""The member rows of benchmarks/fullpaper (evaluation.pipelines.member_probabilities, mixture_labels) on a tiny
 full-paper mixture (network + TF-IDF members): one pass of the pipeline gives each member's probabilities
 exactly as running the mixture with that member alone does, back matter forced to "other" for every member,
 and the pass's own labels are the mixture of those probabilities."""
-import importlib.util
-from pathlib import Path
-
 import numpy
 import pytest
 from helpers import FULL, sectioned_doc, train_nlp
 
-SPEC = importlib.util.spec_from_file_location(
-    "bench_fullpaper", Path(__file__).resolve().parent.parent / "benchmarks" / "fullpaper" / "bench_fullpaper.py")
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
+from spacy_rhetoric.evaluation.pipelines import member_probabilities, mixture_labels, pipeline_scores
 
 
 def papers(nlp):
@@ -27,7 +21,7 @@ def one_member_at_a_time(nlp, docs, node, name):
     node.attrs["weights"] = {scope: {name: 1.0} for scope in saved}
     try:
         labels = list(nlp.get_pipe("rhetoric_function_classifier").labels)
-        return numpy.asarray([[s[label] for label in labels] for d in bench.pipeline_scores(nlp, docs) for s in d])
+        return numpy.asarray([[s[label] for label in labels] for d in pipeline_scores(nlp, docs) for s in d])
     finally:
         node.attrs["weights"] = saved
 
@@ -40,8 +34,8 @@ def test_member_probabilities_one_pass_matches_each_member_alone():
     node = next(n for n in clf.model.walk() if n.name == "experts")
     forward, member_funcs = node._func, [m._func for m in node.layers]
     scores = []
-    probs = bench.member_probabilities(nlp, docs, scores=scores)
-    assert node._func is forward and [m._func for m in node.layers] == member_funcs  # unwrapped again
+    probs = member_probabilities(nlp, docs, scores=scores)
+    assert node._func is forward and [m._func for m in node.layers] == member_funcs  # nothing wrapped
     assert set(probs) == {"network", "tfidf_expert", "tfidf_expert_others"}
     labels = list(clf.labels)
     for name in ("network", "tfidf_expert"):
@@ -51,12 +45,12 @@ def test_member_probabilities_one_pass_matches_each_member_alone():
         assert probs[name][4].tolist() == [1.0 if label == "other" else 0.0 for label in labels]  # back matter
     # the pass's own labels: the shipped mixture of the members it captured (paper body: 0.5 / 0.5)
     rows = [{"section": s} for s in ("introduction", "results", "method", "method", "other")]
-    mixed = bench.mixture_labels(probs, {"network": 0.5, "tfidf_expert": 0.5}, labels, rows)
+    mixed = mixture_labels(probs, {"network": 0.5, "tfidf_expert": 0.5}, labels, rows)
     assert mixed == [max(s, key=s.get) for d in scores for s in d]
     assert len(scores) == 2 and len(scores[0]) == 3
-    plain = bench.pipeline_scores(nlp, docs)  # the wrapped pass scored as an unwrapped one does
+    plain = pipeline_scores(nlp, docs)  # the recorded pass scored as a plain one does
     assert all(numpy.allclose([a[k] for k in labels], [b[k] for k in labels], atol=1e-6)
                for da, db in zip(scores, plain) for a, b in zip(da, db))
     # one member alone: its own argmax
-    assert bench.mixture_labels(probs, {"network": 1.0}, labels, rows) == [
+    assert mixture_labels(probs, {"network": 1.0}, labels, rows) == [
         labels[int(i)] for i in probs["network"].argmax(axis=1)]

@@ -1,10 +1,8 @@
-"""benchmarks/encoder/bench_vectors.py on tiny inline papers with injected
-encoders (no model): document-disjoint folds, held-out classes kept out of
-training, the seeded test sample, the new encoder's hook, a pipeline's
+"""What benchmarks/encoder/bench_vectors.py runs (evaluation.cv, .encoders,
+.pipelines) on tiny inline papers with injected encoders (no model): document-disjoint folds, held-out classes kept out of
+training, the seeded test sample, the trunk encoder's training papers, a pipeline's
 vectors read with the readers' sentence boundaries, and the scores (a perfect
 encoder above one that groups sentences by paper)."""
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy
@@ -13,13 +11,10 @@ import spacy
 from spacy.language import Language
 
 from spacy_rhetoric.errors import RhetoricError
+from spacy_rhetoric.evaluation import cv, encoders
+from spacy_rhetoric.evaluation.pipelines import pipeline_vectors
 from spacy_rhetoric.extensions import FINE_LABEL, VECTOR, get_span_value, set_doc_value, set_span_values
 from spacy_rhetoric.readers.common import doc_from_sentences
-
-SPEC = importlib.util.spec_from_file_location(
-    "bench_vectors", Path(__file__).resolve().parent.parent / "benchmarks" / "encoder" / "bench_vectors.py")
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
 
 CLASSES = ("aim", "claim", "method", "result")
 FOLDS = ["f1", "f2", "f3"]
@@ -67,7 +62,7 @@ def test_rows_take_the_fine_label_first_and_skip_unlabelled_sentences():
     docs, folds = make_docs(n_docs=2)
     sents = list(docs[0].sents)
     set_span_values(docs[0], FINE_LABEL, sents[:1], ["Aim_Fine"])
-    rows = bench.class_rows(docs, folds)
+    rows = cv.class_rows(docs, folds)
     assert len(rows) == 2 * 3 * len(CLASSES)
     assert rows[0]["class"] == "Aim_Fine" and rows[1]["class"] == "claim"
     assert {r["fold"] for r in rows if r["doc"] == 1} == {"f2"}
@@ -77,7 +72,7 @@ def test_rows_take_the_fine_label_first_and_skip_unlabelled_sentences():
 def test_folds_are_document_disjoint_and_held_out_classes_stay_out_of_training():
     docs, folds = make_docs()
     log = []
-    out = bench.run_corpus("toy", docs, folds, FOLDS, [("rec", recording(log))], settings(open_set=1))
+    out = cv.run_corpus("toy", docs, folds, FOLDS, [("rec", recording(log))], settings(open_set=1))
     held = set(out["corpus"]["held_out"])
     assert len(held) == 1 and held < set(CLASSES)
     assert [s["fold"] for s in log] == FOLDS
@@ -95,18 +90,18 @@ def test_folds_are_document_disjoint_and_held_out_classes_stay_out_of_training()
 
 
 def test_held_out_classes_are_seeded_and_leave_two_seen():
-    a = bench.held_out_classes(list(CLASSES) * 2, 2, seed=0)
-    assert a == bench.held_out_classes(list(reversed(CLASSES)), 2, seed=0) and len(a) == 2
-    assert bench.held_out_classes(CLASSES, 0, seed=0) == set()
+    a = cv.held_out_classes(list(CLASSES) * 2, 2, seed=0)
+    assert a == cv.held_out_classes(list(reversed(CLASSES)), 2, seed=0) and len(a) == 2
+    assert cv.held_out_classes(CLASSES, 0, seed=0) == set()
     with pytest.raises(RhetoricError):
-        bench.held_out_classes(CLASSES, 3, seed=0)
+        cv.held_out_classes(CLASSES, 3, seed=0)
 
 
 def test_the_test_sample_is_seeded_and_from_the_fold():
     docs, folds = make_docs()
-    rows = bench.class_rows(docs, folds)
-    a = bench.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0)
-    b = bench.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0)
+    rows = cv.class_rows(docs, folds)
+    a = cv.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0)
+    b = cv.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0)
     assert [len(s["test"]) for s in a] == [5, 5, 5]
     assert a[0]["test"] == b[0]["test"]
     assert all(r["fold"] == "f1" for r in a[0]["test"])
@@ -117,7 +112,7 @@ def test_the_test_sample_is_seeded_and_from_the_fold():
 
 def test_a_perfect_encoder_beats_one_that_groups_by_paper():
     docs, folds = make_docs()
-    out = bench.run_corpus("toy", docs, folds, FOLDS, [("perfect", perfect), ("by paper", by_paper)], settings())
+    out = cv.run_corpus("toy", docs, folds, FOLDS, [("perfect", perfect), ("by paper", by_paper)], settings())
     good, bad = out["rows"]["perfect"]["mean"]["all"], out["rows"]["by paper"]["mean"]["all"]
     assert good["p_at_1"] == 1.0 and good["map_at_r"] == 1.0 and good["n_folds"] == 3
     assert bad["p_at_1"] < 0.5 and bad["map_at_r"] < 0.5
@@ -133,11 +128,11 @@ def test_the_new_encoder_hook_gets_training_papers_without_held_out_labels(monke
             assert test_docs[r["doc"]].text[r["start"]:r["end"]] == r["text"]
         return perfect({"test": test_rows}, None)
 
-    monkeypatch.setattr(bench, "new_encoder_vectors", fake)
-    out = bench.run_corpus("toy", docs, folds, FOLDS[:1], [(bench.NEW, bench.new_encoder)], settings(open_set=1))
-    classes = {bench.sentence_class(s) for d in seen["train"] for s in d.sents}
+    monkeypatch.setattr(encoders, "trunk_vectors", fake)
+    out = cv.run_corpus("toy", docs, folds, FOLDS[:1], [(encoders.TRUNK, encoders.trunk_encoder)], settings(open_set=1))
+    classes = {cv.sentence_class(s) for d in seen["train"] for s in d.sents}
     assert seen["held_out"] and seen["held_out"].isdisjoint(classes) and len(seen["train"]) == 4
-    assert out["rows"][bench.NEW]["mean"]["all"]["p_at_1"] == 1.0
+    assert out["rows"][encoders.TRUNK]["mean"]["all"]["p_at_1"] == 1.0
 
 
 @Language.component("test_bench_vectors_encoder")
@@ -154,38 +149,40 @@ def test_pipeline_vectors_keep_the_readers_sentences():
     pipeline = spacy.blank("en")
     pipeline.add_pipe("sentencizer", config={"overwrite": True})  # would split the first sentence at "!"
     pipeline.add_pipe("test_bench_vectors_encoder")
-    rows = bench.class_rows([doc], ["f1"])
-    vectors = bench.pipeline_vectors(pipeline, [doc], rows)
+    rows = cv.class_rows([doc], ["f1"])
+    vectors = pipeline_vectors(pipeline, [doc], rows)
     assert vectors[:, 0].tolist() == [len(r["text"]) for r in rows] == [33, 18]
     assert get_span_value(list(doc.sents)[0], VECTOR) is None  # the input papers are left as they were
     with pytest.raises(RhetoricError):  # a component left out: no vectors, one line
-        bench.pipeline_vectors(pipeline, [doc], rows, disable_factories=("test_bench_vectors_encoder",))
+        pipeline_vectors(pipeline, [doc], rows, disable_factories=("test_bench_vectors_encoder",))
 
 
 def test_the_test_papers_can_be_sampled_first():
     docs, folds = make_docs()
-    rows = bench.class_rows(docs, folds)
-    (split,) = bench.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
+    rows = cv.class_rows(docs, folds)
+    (split,) = cv.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
     assert len({r["doc"] for r in split["test"]}) == 2 and all(r["fold"] == "f1" for r in split["test"])
-    (again,) = bench.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
+    (again,) = cv.fold_splits(rows, FOLDS[:1], held_out=set(), max_test=0, seed=0, max_test_docs=2)
     assert again["test"] == split["test"]
 
 
 def test_a_fold_gets_the_same_sample_whichever_folds_are_run():
     docs, folds = make_docs()
-    rows = bench.class_rows(docs, folds)
-    every = bench.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0, max_test_docs=2)
-    (last,) = bench.fold_splits(rows, FOLDS[-1:], held_out=set(), max_test=5, seed=0, max_test_docs=2)
+    rows = cv.class_rows(docs, folds)
+    every = cv.fold_splits(rows, FOLDS, held_out=set(), max_test=5, seed=0, max_test_docs=2)
+    (last,) = cv.fold_splits(rows, FOLDS[-1:], held_out=set(), max_test=5, seed=0, max_test_docs=2)
     assert last["test"] == every[-1]["test"]
 
 
-@pytest.mark.parametrize("argv,pooling", [([], "sentence"), (["--trunk-pooling", "pair"], "pair")])
-def test_the_trunk_row_pools_as_the_shipped_config_unless_told(monkeypatch, argv, pooling):
-    """--trunk-pooling (default: the sentence's own word pieces, as configs/classifier.cfg) reaches the vector head."""
+@pytest.mark.parametrize("trunk,pooling", [(encoders.TrunkSettings(), "sentence"),
+                                           (encoders.TrunkSettings(pooling="pair"), "pair")])
+def test_the_trunk_row_pools_as_the_shipped_config_unless_told(monkeypatch, trunk, pooling):
+    """TrunkSettings.pooling (default: the sentence's own word pieces, as configs/classifier.cfg;
+    bench_vectors.py --trunk-pooling) reaches the vector head."""
     import spacy_rhetoric.ml.finetuned as finetuned
     from spacy_rhetoric.resources import config_path
 
-    assert f'pooling = "{pooling}"' in config_path("classifier").read_text(encoding="utf8") or argv
+    assert f'pooling = "{encoders.TrunkSettings().pooling}"' in config_path("classifier").read_text(encoding="utf8")
     seen = []
 
     class Stop(Exception):
@@ -196,8 +193,8 @@ def test_the_trunk_row_pools_as_the_shipped_config_unless_told(monkeypatch, argv
         raise Stop
 
     monkeypatch.setattr(finetuned, "finetuned_expert", fake_expert)
-    args = bench.parse_args(["--new-encoder", *argv])
+    args = SimpleNamespace(trunk=trunk, steps=1, batch_size=16, seed=0)
     docs, _ = make_docs(2)
     with pytest.raises(Stop):
-        bench.new_encoder_vectors(docs, docs, args, test_rows=[], held_out=set())
+        encoders.trunk_vectors(docs, docs, args, test_rows=[], held_out=set())
     assert seen == [pooling]

@@ -41,7 +41,7 @@ sentences by their zone (P@1, MAP@R), against plain all-MiniLM-L6-v2
 vectors (sentence-transformers) of the same sentences and (``--st-steps N``)
 against all-MiniLM-L6-v2 fine-tuned per fold on the training folds' zoned
 sentences with sentence-transformers' ``BatchAllTripletLoss`` for N steps
-(``benchmarks/encoder/bench_vectors.py``'s ``finetune_triplets``: P x K
+(``evaluation.st_baseline.finetune_triplets``: P x K
 batches of ``--st-batch-size`` sentences, AdamW 2e-5, seeded).
 ``--folds train1 train2``: every row on those folds only (a partial
 ``run_fullpaper_cv.sh`` run with ``FOLDS``; not with ``--st-steps``).
@@ -56,10 +56,12 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy
 
+from spacy_rhetoric.evaluation.cv import cv_scores, vector_rows, zone_vector_rows, zoned_sentences
+from spacy_rhetoric.evaluation.encoders import st_vector_rows
 from spacy_rhetoric.evaluation.fullpaper import (  # noqa: F401 - the scores' one definition; re-exported
     SECTION_LABEL,
     SINGLE_CLASSES,
@@ -67,9 +69,18 @@ from spacy_rhetoric.evaluation.fullpaper import (  # noqa: F401 - the scores' on
     score,
     sentence_rows,
 )
+from spacy_rhetoric.evaluation.pipelines import (  # noqa: F401 - bench_fields.py reads them here too
+    best_labels,
+    kept_sentences,
+    member_probabilities,
+    mixture_labels,
+    pipeline_predictions,
+    pipeline_scores,
+)
+from spacy_rhetoric.evaluation.report import new_report, write_report
+from spacy_rhetoric.evaluation.st_baseline import MODEL as RAW_MODEL  # the --vectors baseline
 
 FOLDS = ("train1", "train2", "train3", "train4", "train5")
-RAW_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # the --vectors baseline
 LOOKUP = (  # the fixed heading lookup: first pattern found in the lower-cased heading
     (r"introduction", "background"),
     (r"background|related work", "background"),
@@ -142,121 +153,13 @@ def sklearn_rows(train, test, *, heading: bool, position: bool, neighbours: bool
 
 # ---------------------------------------------------------------- pipelines
 
-def kept_sentences(doc) -> List[Any]:
-    """The sentences of a paper that the pipeline rows keep (not blank)."""
-    return [s for s in doc.sents if s.text.strip()]
-
-
-def pipeline_scores(nlp, docs, *, hide_sections: bool = False,
-                    vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None,
-                    scores_field: str = "scores") -> List[List[Dict[str, float]]]:
-    """Run ``nlp`` over copies of the papers that carry their headings and
-    (unless ``hide_sections``) sections but no labels; the label scores of
-    each sentence (``scores_field``: ``"fine_scores"`` for a fine classifier's).
-    ``vectors``: a list that receives, per paper, each
-    sentence's ``rhetoric_vector`` from the same pass (None where it has none)."""
-    from spacy_rhetoric.extensions import (
-        FINE_LABEL,
-        FINE_SCORES,
-        GOLD_LABELS,
-        LABEL,
-        SCORES,
-        SECTION,
-        VECTOR,
-        clear_field,
-        get_span_value,
-    )
-
-    copies = []
-    for doc in docs:
-        copy = doc.copy()
-        for field in (LABEL, GOLD_LABELS, SCORES, FINE_LABEL, FINE_SCORES) + ((SECTION,) if hide_sections else ()):
-            clear_field(copy, field)
-        copies.append(copy)
-    skip = [name for name in nlp.pipe_names if name in ("sentencizer", "senter", "parser")]
-    if hide_sections:
-        skip += [n for n in nlp.pipe_names if nlp.get_pipe_meta(n).factory == "rhetoric_section_tagger"]
-    out = []
-    with nlp.select_pipes(disable=skip):
-        for doc in nlp.pipe(copies, batch_size=4):
-            sents = kept_sentences(doc)
-            out.append([get_span_value(s, scores_field) or {} for s in sents])
-            if vectors is not None:
-                vectors.append([get_span_value(s, VECTOR) for s in sents])
-    return out
-
-
-def pipeline_predictions(nlp, docs, *, hide_sections: bool = False,
-                         vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None,
-                         scores_field: str = "scores") -> List[List[Optional[str]]]:
-    """One label per sentence (``pipeline_scores``' best; None without scores)."""
-    return best_labels(pipeline_scores(nlp, docs, hide_sections=hide_sections, vectors=vectors,
-                                       scores_field=scores_field))
-
-
-def best_labels(scores: List[List[Dict[str, float]]]) -> List[List[Optional[str]]]:
-    """Per paper, each sentence's best label in ``pipeline_scores``' output (None without scores)."""
-    return [[max(s, key=s.get) if s else None for s in doc_scores] for doc_scores in scores]
-
-
-def vector_rows(fold_vectors: Dict[str, List[numpy.ndarray]], fold_labels: Dict[str, List[str]]
-                ) -> Dict[str, Any]:
-    """Leave-one-out P@1 / MAP@R by gold zone (the sentences' fine label) within
-    each held-out fold (``evaluation.metrics.retrieval_scores``), and their means."""
-    from spacy_rhetoric.evaluation.metrics import retrieval_scores
-
-    folds = {}
-    for fold, vectors in fold_vectors.items():
-        result = retrieval_scores(numpy.vstack(vectors), fold_labels[fold])
-        folds[fold] = {"p_at_1": float(result["p_at_1"]), "map_at_r": float(result["map_at_r"]),
-                       "sentences": len(vectors)}
-    mean = {k: float(numpy.mean([f[k] for f in folds.values()])) for k in ("p_at_1", "map_at_r")}
-    return {"folds": folds, "mean": mean}
-
-
-def fold_sentences(docs, fold: str):
-    """A held-out fold's sentences as ``pipeline_scores`` keeps them: texts and zones (fine labels)."""
-    from spacy_rhetoric.extensions import FINE_LABEL, get_doc_value, get_span_value
-
-    texts, zones = [], []
-    for doc in docs:
-        if get_doc_value(doc, "fold") == fold:
-            for s in kept_sentences(doc):
-                texts.append(s.text)
-                zones.append(get_span_value(s, FINE_LABEL))
-    return texts, zones
-
-
-def zone_vector_rows(docs, fold_vectors: Dict[str, List[Optional[numpy.ndarray]]]) -> Dict[str, Any]:
-    """``vector_rows`` of a pipeline's vectors (per fold, one per kept sentence) of the sentences with a zone."""
-    kept_vectors, kept_zones = {}, {}
-    for fold, vectors in fold_vectors.items():
-        _, zones = fold_sentences(docs, fold)
-        pairs = [(v, z) for v, z in zip(vectors, zones) if v is not None and z]
-        kept_vectors[fold], kept_zones[fold] = [v for v, _ in pairs], [z for _, z in pairs]
-    result = vector_rows(kept_vectors, kept_zones)
-    print(f"  vectors by zone: P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}", flush=True)
-    return result
-
-
-def zoned_sentences(docs) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
-    """Per fold of ``docs``: the texts and zones of the sentences with a zone (``fold_sentences``)."""
-    from spacy_rhetoric.extensions import get_doc_value
-
-    texts, zones = {}, {}
-    for fold in [f for f in FOLDS if any(get_doc_value(d, "fold") == f for d in docs)]:
-        fold_texts, fold_zones = fold_sentences(docs, fold)
-        keep = [i for i, z in enumerate(fold_zones) if z]
-        texts[fold], zones[fold] = [fold_texts[i] for i in keep], [str(fold_zones[i]) for i in keep]
-    return texts, zones
-
 
 def raw_vector_rows(docs) -> Dict[str, Any]:
     """``vector_rows`` of plain ``RAW_MODEL`` vectors (``evaluation.metrics.raw_transformer_vectors``, mean
     pooling, offline copy) of the same sentences."""
     from spacy_rhetoric.evaluation.metrics import raw_transformer_vectors
 
-    raw_texts, raw_zones = zoned_sentences(docs)
+    raw_texts, raw_zones = zoned_sentences(docs, FOLDS)
     encoded = raw_transformer_vectors([t for fold in raw_texts for t in raw_texts[fold]], RAW_MODEL, progress=False)
     raw_vectors, start = {}, 0
     for fold in raw_texts:
@@ -265,35 +168,6 @@ def raw_vector_rows(docs) -> Dict[str, Any]:
     result = vector_rows(raw_vectors, raw_zones)
     print(f"raw {RAW_MODEL} vectors by zone: P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}",
           flush=True)
-    return result
-
-
-def st_vector_rows(docs, *, steps: int, batch_size: int, seed: int = 0) -> Dict[str, Any]:
-    """``vector_rows`` of all-MiniLM-L6-v2 fine-tuned per fold with
-    sentence-transformers' ``BatchAllTripletLoss`` on the zoned sentences of
-    the other folds' papers (``bench_vectors.finetune_triplets``, its one
-    definition), encoding the fold's sentences."""
-    encoder_dir = str(Path(__file__).resolve().parent.parent / "encoder")
-    if encoder_dir not in sys.path:
-        sys.path.insert(0, encoder_dir)
-    from bench_vectors import _encode, _minilm, finetune_triplets
-
-    texts, zones = zoned_sentences(docs)
-    folds = list(texts)
-    vectors, losses = {}, {}
-    for fold in folds:
-        train_texts = [t for other in folds if other != fold for t in texts[other]]
-        train_zones = [z for other in folds if other != fold for z in zones[other]]
-        model = _minilm()
-        fold_losses = finetune_triplets(model, train_texts, train_zones, steps=steps, batch_size=batch_size, seed=seed)
-        losses[fold] = {"first": fold_losses[0], "last": fold_losses[-1], "steps": len(fold_losses)}
-        vectors[fold] = list(_encode(model, texts[fold], 64))
-        print(f"  {fold}: ST BatchAllTriplet fine-tune, {len(fold_losses)} steps on {len(train_texts)} sentences, "
-              f"loss {fold_losses[0]:.3f} -> {fold_losses[-1]:.3f}", flush=True)
-    result = vector_rows(vectors, zones)
-    result["losses"] = losses
-    print(f"ST BatchAllTriplet fine-tune ({steps} steps of {batch_size}) vectors by zone: "
-          f"P@1 {result['mean']['p_at_1']:.3f}  MAP@R {result['mean']['map_at_r']:.3f}", flush=True)
     return result
 
 
@@ -316,7 +190,6 @@ def cv_rows(run, docs, name: str, cv_dir: Path, folds: Sequence[str] = FOLDS
 
         run(name + (" (no sections)" if hide else ""), cv_fold)
     return fold_vectors
-
 
 
 # Mixtures scored with --member-rows: (name, weight per member of the full-paper classifier on papers, by name:
@@ -350,72 +223,6 @@ MEMBER_MIXTURES = (
      _mix(NETWORK, 0.2, TFIDF, 0.4, FINETUNED, 0.4, ABSTRACTS, 0.3)),
     ("v2 + abstracts' 0.3 on abstracts", _mix(NETWORK, 0.3, TFIDF, 0.4, MINILM, 0.3, ABSTRACTS, 0.3)),
 )
-
-
-def member_probabilities(nlp, docs, *, scores: Optional[List] = None,
-                         vectors: Optional[List[List[Optional[numpy.ndarray]]]] = None
-                         ) -> Optional[Dict[str, numpy.ndarray]]:
-    """Each paper member's ``[n_sentences, n_labels]`` probabilities (labels
-    in the pipe's order, back matter forced to "other" as the pipe does) over
-    the kept sentences of ``docs``, by member name (the first member:
-    ``NETWORK``; the abstracts' member on the papers' abstracts), all from one
-    pass of the pipeline: the ``experts`` layer's forward is wrapped so that
-    every member runs on every batch once and the mixture then reuses those
-    outputs. ``scores`` / ``vectors``: lists that receive ``pipeline_scores``'
-    output and vectors of the same pass (the pipeline as it is). None without
-    an ``experts`` layer."""
-    from spacy_rhetoric.ml.sections import forced_rows
-
-    clf = nlp.get_pipe("rhetoric_function_classifier")
-    nodes = [n for n in clf.model.walk() if n.name == "experts"]
-    if not nodes:
-        return None
-    node, n_labels = nodes[0], len(clf.labels)
-    force = next((n for n in clf.model.walk() if "forced_sections" in n.attrs), None)
-    names = [NETWORK if i == 0 else member.name for i, member in enumerate(node.layers)]
-    forward, batches = node._func, []
-
-    def capture(model, X, is_train):
-        if is_train:
-            return forward(model, X, is_train)
-        outs = [member.predict(X) for member in model.layers]
-        probs = numpy.stack([model.ops.to_numpy(out)[:, :n_labels] for out in outs]).astype("float32")
-        rows, label = forced_rows(force, X) if force is not None else ([], None)
-        if rows and label is not None:
-            probs[:, rows, :] = 0.0
-            probs[:, rows, label] = 1.0
-        batches.append(probs)
-        saved = [member._func for member in model.layers]
-        for member, out in zip(model.layers, outs):  # the mixture below reuses this pass's outputs
-            member._func = lambda _model, _X, is_train, out=out: (out, lambda dY: dY)
-        try:
-            return forward(model, X, is_train)
-        finally:
-            for member, func in zip(model.layers, saved):
-                member._func = func
-
-    node._func = capture
-    try:
-        found = pipeline_scores(nlp, docs, vectors=vectors)
-    finally:
-        node._func = forward
-    if scores is not None:
-        scores.extend(found)
-    stacked = numpy.concatenate(batches, axis=1) if batches else numpy.zeros((len(names), 0, n_labels), "f")
-    if stacked.shape[1] != sum(len(d) for d in found):
-        raise SystemExit(f"member_probabilities: {stacked.shape[1]} rows for {sum(len(d) for d in found)} sentences")
-    return dict(zip(names, stacked))
-
-
-def mixture_labels(probs: Dict[str, numpy.ndarray], weights: Dict[str, float], labels: List[str],
-                   rows: List[Dict]) -> List[str]:
-    """The label of each row (``sentence_rows``, the order of ``member_probabilities``) under the mixture
-    ``weights`` (member name -> weight; the abstracts' member speaks on abstracts only), normalised per row."""
-    abstract = numpy.asarray([r["section"] == "abstract" for r in rows], dtype="f")[:, None]
-    speaks = {m: abstract if m == ABSTRACTS else 1.0 for m in weights}
-    mixed = sum(w * speaks[m] * probs[m] for m, w in weights.items())
-    mixed = mixed / sum(w * speaks[m] for m, w in weights.items())
-    return [labels[int(k)] for k in mixed.argmax(axis=1)]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -469,14 +276,7 @@ def main(argv=None) -> int:
     results: Dict[str, Dict] = {}
 
     def run(name, predict_fold):
-        folds = {}
-        for fold in args.folds:
-            test_docs = [i for i, d in enumerate(docs) if get_doc_value(d, "fold") == fold]
-            test = [r for r in rows if r["doc"] in set(test_docs)]
-            train = [r for r in rows if r["doc"] not in set(test_docs)]
-            preds = predict_fold(fold, train, test, test_docs)
-            folds[fold] = score(test, preds)
-        results[name] = {"folds": folds, "mean": mean_of(folds)}
+        results[name] = cv_scores(docs, rows, args.folds, predict_fold)
         m = results[name]["mean"]
         print(f"{name:<44} lenient {m['lenient']:.3f}  single acc {m['single_acc']:.3f}  "
               f"macro-F1 {m['single_macro_f1']:.3f}  obj F1 {m['per_class_f1']['objective']:.3f}  "
@@ -516,15 +316,20 @@ def main(argv=None) -> int:
     if args.vectors:  # the baseline: plain all-MiniLM-L6-v2 vectors of the same sentences
         vector_results[f"raw {RAW_MODEL}"] = raw_vector_rows(scored_docs)
     if args.vectors and args.st_steps:
-        vector_results[f"ST BatchAllTriplet fine-tune ({args.st_steps} steps)"] = st_vector_rows(
-            docs, steps=args.st_steps, batch_size=args.st_batch_size)
+        texts, zones = zoned_sentences(docs, FOLDS)
+        found = st_vector_rows(texts, zones, steps=args.st_steps, batch_size=args.st_batch_size)
+        vector_results[f"ST BatchAllTriplet fine-tune ({args.st_steps} steps)"] = found
+        print(f"ST BatchAllTriplet fine-tune ({args.st_steps} steps of {args.st_batch_size}) vectors by zone: "
+              f"P@1 {found['mean']['p_at_1']:.3f}  MAP@R {found['mean']['map_at_r']:.3f}", flush=True)
 
     for name, cv_dir in (("full-paper classifier before", args.cv_before), ("full-paper classifier", args.cv_dir)):
         if not cv_dir:
             continue
         fold_vectors = cv_rows(run, docs, name, cv_dir, args.folds)
         if args.vectors:
-            vector_results[name] = zone_vector_rows(docs, fold_vectors)
+            vector_results[name] = found = zone_vector_rows(docs, fold_vectors)
+            print(f"  vectors by zone: P@1 {found['mean']['p_at_1']:.3f}  MAP@R {found['mean']['map_at_r']:.3f}",
+                  flush=True)
 
     if args.member_rows and args.cv_dir:
         models = {fold: spacy.load(args.cv_dir / fold / "model" / "model-last") for fold in args.folds}
@@ -542,18 +347,13 @@ def main(argv=None) -> int:
 
             run(f"members: {name}", mixture)
 
-    report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": time.time() - started,
-              "folds": list(args.folds), "papers": len(docs), "scored": sum(r["scored"] for r in rows),
-              "single": sum(r["scored"] and r["single"] for r in rows), "rows": results}
+    report = new_report(started, folds=list(args.folds), papers=len(docs), scored=sum(r["scored"] for r in rows),
+                        single=sum(r["scored"] and r["single"] for r in rows), rows=results)
     if vector_results:
         report["vectors_by_zone"] = vector_results
     print(f"{report['papers']} papers, {report['scored']} scored sentences ({report['single']} single), "
           f"{report['seconds']:.0f} s")
-    if args.out:
-        from spacy_rhetoric.io import atomic_write_json
-
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.out, report, indent=1)
+    write_report(args.out, report)
     return 0
 
 

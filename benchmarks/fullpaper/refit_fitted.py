@@ -15,7 +15,8 @@ the refit skips the network's training when only a member's settings change
 
 For each fold: loads ``<cv-dir>/<fold>/model/model-last`` with the member
 settings of ``--set`` (``BLOCK.ARGUMENT=JSON``; the saved config is updated),
-refits the members named by their block (default: all) on ``<cv-dir>/<fold>/train.spacy`` and writes
+refits the members named by their block (default: all) on ``<cv-dir>/<fold>/train.spacy``
+(``evaluation.pipelines.refit_members``: as the pipe's initialize fits them) and writes
 ``<output-dir>/<fold>/model/model-last``.
 """
 import argparse
@@ -50,6 +51,7 @@ def main(argv=None) -> int:
 
     import spacy
 
+    from spacy_rhetoric.evaluation.pipelines import refit_members
     from spacy_rhetoric.readers.section_labels import SectionLabelCorpus
 
     settings = parse_settings(args.set)
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
         for name in names:  # the saved attrs take the new settings (the built member read the config)
             blocks[name].attrs.update({k: v for k, v in settings.get(name, {}).items() if k in blocks[name].attrs})
         corpus = SectionLabelCorpus(args.cv_dir / fold / "train.spacy")
-        pipe._fit_closed_form(lambda: corpus(nlp), members)
+        refit_members(pipe, lambda: corpus(nlp), members)
         target = args.output_dir / fold / "model" / "model-last"
         target.parent.mkdir(parents=True, exist_ok=True)
         nlp.to_disk(target)

@@ -15,7 +15,7 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
-from spacy_rhetoric.citret.evaluation import _same_citance, citance_key, key_citances, normalise_citance
+from spacy_rhetoric.citret.evaluation import citance_key, key_citances, normalise_citance, same_citance
 from spacy_rhetoric.readers.clscisumm import iter_topics, read_topic_annotations
 
 
@@ -25,7 +25,7 @@ def audit(groups):
     holders = defaultdict(set)
     for key, rows in groups.items():
         texts = sorted({normalise_citance(r.citation_text) for r in rows} - {""})
-        if any(not _same_citance(a, b) for i, a in enumerate(texts) for b in texts[i + 1:]):
+        if any(not same_citance(a, b) for i, a in enumerate(texts) for b in texts[i + 1:]):
             merging += 1
         for text in texts:
             holders[(key[0], key[1], text)].add(key)

@@ -89,7 +89,10 @@ def citance_identity(record) -> Optional[str]:
     return "offsets:" + ",".join(offsets) if offsets else None
 
 
-def _same_citance(a: str, b: str) -> bool:
+def same_citance(a: str, b: str) -> bool:
+    """Whether two citance identities (``citance_identity``) name the same citing
+    sentence: equal, or one normalised text holding the other (at least
+    ``MIN_CONTAINED_WORDS`` words); offsets keys match only when equal."""
     if a == b:
         return True
     if a.startswith("offsets:") or b.startswith("offsets:"):
@@ -117,7 +120,7 @@ def key_citances(records: Iterable) -> Tuple[List["GoldCitance"], List]:
             unkeyed.append(rec)
             continue
         clusters = groups.setdefault((str(rec.topic), str(rec.citing_article).strip()), [])
-        hits = [i for i, (ident, _) in enumerate(clusters) if _same_citance(identity, ident)]
+        hits = [i for i, (ident, _) in enumerate(clusters) if same_citance(identity, ident)]
         if not hits:
             clusters.append((identity, [rec]))
             continue

@@ -39,7 +39,8 @@ sentence, its neighbours, its section and its position make different
 errors, and members that each learn from their own objective keep their own
 view, as in an ensemble.
 """
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -135,6 +136,29 @@ def vector_width(model: Model) -> int:
     return sum(member_vector_width(node) for node in model.walk() if is_fitted_member(node))
 
 
+# experts node id -> the list that receives each prediction batch's member outputs (member_outputs)
+_RECORDING: Dict[int, List[Tuple[Tuple[List[Doc], Ragged], numpy.ndarray]]] = {}
+
+
+@contextmanager
+def member_outputs(model: Model) -> Iterator[List[Tuple[Tuple[List[Doc], Ragged], numpy.ndarray]]]:
+    """Each member's own output, from the passes that give the mixture: while
+    the context is open, every prediction batch of the ``experts`` layer in
+    ``model`` runs every member (also one weighed 0 on the batch) and appends
+    ``(X, outputs)`` to the yielded list: ``outputs`` a host array
+    ``[n_members, n_rows, n_labels]``, the network first, then the members in
+    the order of ``attrs["names"]`` (vector columns left out). The mixed
+    output is made from the same member outputs, so the pipeline's labels
+    are those of a pass without the context."""
+    node = next(n for n in model.walk() if n.name == "experts")
+    batches: List[Tuple[Tuple[List[Doc], Ragged], numpy.ndarray]] = []
+    _RECORDING[node.id] = batches
+    try:
+        yield batches
+    finally:
+        _RECORDING.pop(node.id, None)
+
+
 def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) -> Tuple[Floats2d, Callable]:
     """In training the network's probabilities; at prediction the mixed
     probabilities, and after them the vectors of the member with a vector
@@ -142,6 +166,8 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
     network = model.layers[0]
     if is_train:  # the fitted members have nothing to learn
         return network(X, is_train)
+    record = _RECORDING.get(model.id)
+    outputs = []
     scopes = scope_rows(X)
     rows = []
     for name, member in zip(model.attrs["names"], model.layers):
@@ -151,13 +177,16 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
     mixed, vectors = None, None
     for member, row in zip(model.layers, rows):
         width = member_vector_width(member) if member is not network else 0
-        if member is not network and not row.any() and not width:
+        if member is not network and not row.any() and not width and record is None:
             continue  # weighed 0 on every row of the batch and no vectors: not run
         out = member.predict(X)
         if width:
             out, vectors = out[:, : out.shape[1] - width], out[:, out.shape[1] - width :]
+        outputs.append(out)
         probs = out * model.ops.asarray2f(row.astype("f")[:, None])
         mixed = probs if mixed is None else mixed + probs
+    if record is not None:
+        record.append((X, numpy.stack([model.ops.to_numpy(out) for out in outputs]).astype("float32")))
     if vectors is not None:
         mixed = model.ops.xp.concatenate([mixed, vectors], axis=1)
     return mixed, lambda dY: []
