@@ -46,7 +46,12 @@ not tell them apart: both accepted); TXT (a statement of the paper's own
 structure) has no coarse label. As for MuLMS-AZ and CoreSC,
 ``sent._.rhetoric_gold_labels`` holds every acceptable label and ``label``
 the first of them; a sentence without a coarse label is in the Doc as
-context and is not a training target of the coarse head.
+context and is not a training target of the coarse head. For OWN, the first
+(``label``: what single-label learners such as the fitted members of the
+full-paper classifier learn) is ``result`` under a results or conclusion
+heading (``section_headings.rule_category`` of the heading, else of its
+numbered parent's: "4.2 …" under "4 Experiments") and ``method`` elsewhere
+(:func:`own_work_labels`); both stay acceptable.
 
 A file that is not usable (no ``<PAPER>``, no zoned sentence, an unknown
 zone) is skipped with one line naming it and counted, the rest of the folder
@@ -63,6 +68,7 @@ from spacy.vocab import Vocab
 
 from .. import extensions
 from ..extensions import FINE_LABEL, GOLD_LABELS, HEADING, PARAGRAPH
+from ..section_headings import CONCLUSION, RESULTS, rule_category
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
 from .fulltext import CITATION_LABEL, CITATIONS_KEY
 
@@ -125,6 +131,23 @@ def coarse_labels(zone: Optional[str]) -> List[str]:
     """The acceptable coarse labels of a zone, the primary one first; ``[]``
     for TXT, an unknown zone or None."""
     return list(COARSE.get(zone or "", ()))
+
+
+def own_work_labels(headings: Sequence[Optional[str]]) -> List[List[str]]:
+    """The acceptable labels of an OWN sentence under each heading, its
+    likelier one first: ``["result", "method"]`` under a results or
+    conclusion heading (or a sub-heading of one: ``"4.2 Data"`` under
+    ``"4 Experiments"``), else ``["method", "result"]``."""
+    category: dict = {}
+    out = []
+    for heading in headings:
+        if heading not in category:
+            number = (heading or "").split(" ", 1)[0]
+            found = rule_category(heading) if heading else None
+            parent = next((category.get(h) for h in category if h and h.split(" ", 1)[0] == number.split(".")[0]), None)
+            category[heading] = found or parent
+        out.append(["result", "method"] if category[heading] in (RESULTS, CONCLUSION) else ["method", "result"])
+    return out
 
 
 def _attrs(text: str) -> dict:
@@ -325,7 +348,8 @@ def az_doc(nlp_or_vocab: Union[Language, Vocab], doc_id: str, title: Optional[st
             rows.append((sentence, text, cites))
         elif stats is not None:
             stats.notes["empty sentence left out"] += 1
-    golds = [coarse_labels(s.zone) for s, _, _ in rows]
+    own = own_work_labels([s.heading for s, _, _ in rows])
+    golds = [own[i] if s.zone == "OWN" else coarse_labels(s.zone) for i, (s, _, _) in enumerate(rows)]
     doc = doc_from_sentences(nlp_or_vocab, [t for _, t, _ in rows], labels=[g[0] if g else None for g in golds],
                              doc_id=doc_id)
     sents = list(doc.sents)
