@@ -253,3 +253,42 @@ def test_fullpaper_corpus_takes_az_papers(tmp_path):
         write_fullpaper_corpus(abstracts, abstracts, None, tmp_path / "b", az=folder, az_heldout_folds=["fold9"])
     fine = write_az_corpus(folder, tmp_path / "c", heldout_folds=["fold2"])
     assert fine["heldout"]["docs"] == 1 and fine["train"]["docs"] + fine["dev"]["docs"] == 4
+
+
+def test_az_classifier_config_trains_on_the_az_corpus(tmp_path):
+    """``configs/az_classifier.cfg`` on ``write_az_corpus``'s files (copies of
+    the inline paper, a tiny BERT as its trunk, a few steps): the zones as
+    ``rhetoric_fine_label`` / ``rhetoric_fine_scores`` in the ``rhetoric_fine``
+    span group, and nothing written to the coarse fields."""
+    from pathlib import Path
+
+    from helpers import save_tiny_bert
+    from spacy.cli.train import train
+
+    from spacy_rhetoric.extensions import FINE_LABEL, GOLD_LABELS, LABEL, clear_field
+    from spacy_rhetoric.readers.fullpaper_corpus import write_az_corpus
+
+    for i in range(6):
+        _write(tmp_path / "az", f"95990{i:02d}.annot", PAPER.replace("9599001", f"95990{i:02d}"))
+    counts = write_az_corpus(tmp_path / "az", tmp_path / "corpus", heldout_folds=["fold1"], dev_share=0.25)
+    assert counts["train"]["docs"] + counts["dev"]["docs"] + counts["heldout"]["docs"] == 6
+    assert counts["dev"]["docs"] >= 1 and counts["heldout"]["docs"] >= 1
+    bert = save_tiny_bert(tmp_path / "bert")
+    config = Path(__file__).resolve().parent.parent / "configs" / "az_classifier.cfg"
+    member = "components.rhetoric_fine_classifier.model.members.finetuned"
+    train(config, tmp_path / "out", overrides={
+        "paths.train": str(tmp_path / "corpus" / "train.spacy"), "paths.dev": str(tmp_path / "corpus" / "dev.spacy"),
+        "training.max_steps": 4, "training.eval_frequency": 4, f"{member}.name": str(bert),
+        f"{member}.frozen_layers": 0, f"{member}.max_length": 32,
+        "components.rhetoric_fine_classifier.model.members.tfidf.min_df": 1})
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    assert set(nlp.get_pipe("rhetoric_fine_classifier").labels) == set(ZONES)
+    docs = list(DocBin().from_disk(tmp_path / "corpus" / "heldout.spacy").get_docs(nlp.vocab))
+    for field in (FINE_LABEL, LABEL, GOLD_LABELS):  # the held-out paper without its gold labels
+        clear_field(docs[0], field)
+    doc = nlp(docs[0])
+    sents = list(doc.sents)
+    assert all(s._.rhetoric_fine_label in ZONES for s in sents)
+    assert all(set(s._.rhetoric_fine_scores) <= set(ZONES) and len(s._.rhetoric_fine_scores) >= 2 for s in sents)
+    assert len(doc.spans["rhetoric_fine"]) == len(sents) and "rhetoric" not in doc.spans
+    assert all(s._.rhetoric_label is None for s in sents)
