@@ -188,6 +188,10 @@ def test_run_writes_pipeline_and_reuses_models(tiny_models, monkeypatch, tmp_pat
                                    "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
     assert "[section: results]" in out and "[section: abstract]" in out  # the packaged sample paper
     assert [s._.rhetoric_label in SENTENCES for s in nlp("We train the parser. It works.").sents] == [True, True]
+    # its own identity (spacy_rhetoric.meta), never the parser's
+    assert (nlp.meta["name"], nlp.meta["license"]) == (demo.DEMO_PIPELINE_NAME, "CC BY-SA 4.0")
+    assert [s["name"] for s in nlp.meta["sources"]][:2] == ["CSAbstruct", "MuLMS-AZ"]
+    assert "rhetoric_f_micro" in nlp.meta["performance"] and "ents_f" not in nlp.meta["performance"]
 
 
 @pytest.mark.slow  # trains (tiny_models)
@@ -272,3 +276,16 @@ def test_models_are_trained_again_when_the_section_names_change(tmp_path, monkey
     assert demo._stamp(config, {}, [tmp_path / "train.jsonl"]) == stamp
     monkeypatch.setattr(demo, "SENTENCE_SECTIONS", demo.SENTENCE_SECTIONS[:-1])
     assert demo._stamp(config, {}, [tmp_path / "train.jsonl"]) != stamp
+
+
+def test_the_pipeline_names_the_corpora_it_trained_on(tmp_path):
+    """The demo's meta.json sources: the corpora of its data directory the classifier learns from."""
+    from helpers import write_tiny_demo_data
+
+    from spacy_rhetoric.meta import SOURCES
+
+    root = write_tiny_demo_data(tmp_path)
+    assert demo.training_sources(demo.find_data(root)) == ["csabstruct", "mulms-az"]
+    (root / demo.MULMS_FILE).unlink()
+    assert demo.training_sources(demo.find_data(root)) == ["csabstruct"]
+    assert set(demo.TRAINING_SOURCES.values()) <= set(SOURCES)
