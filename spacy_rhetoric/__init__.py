@@ -7,6 +7,7 @@ components, architectures, scorers and readers through entry points, so
 from .about import __version__
 from .extensions import (
     get_sent_labels,
+    install_docbin_hook,
     install_extensions,
     restore_vector_hooks,
     set_sent_labels,
@@ -16,6 +17,7 @@ from .long_docs import process_long_text
 from .util import install_fork_hook, load_parser, resolve_hf_model, resolve_pipeline_name
 
 install_extensions()
+install_docbin_hook()
 install_fork_hook()
 
 __all__ = [

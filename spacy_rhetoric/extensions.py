@@ -36,6 +36,7 @@ Docs saved before this layout (one mapping in
 ``upgrade_legacy_store``, which ``docbin_docs`` (how this package reads
 every ``.spacy`` file) calls.
 """
+import functools
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
@@ -342,6 +343,28 @@ def restore_vector_hooks(docs: Union[Doc, Iterable[Doc]]) -> Union[Doc, List[Doc
             install_vector_hooks(docs)
         return docs
     return [restore_vector_hooks(doc) for doc in docs]
+
+
+def install_docbin_hook() -> None:
+    """Make ``DocBin.get_docs`` give docs whose ``sent.vector`` /
+    ``sent.similarity`` read the stored sentence vectors at once (spaCy keeps
+    the vectors in ``user_data`` but not the hooks): each doc it yields goes
+    through :func:`restore_vector_hooks`, which leaves docs without sentence
+    vectors alone. Installed once, on import of the package (as spaCy's
+    entry points import it with any pipeline of ours). ``Doc.from_bytes`` and
+    the docs of ``nlp.pipe(n_process>1)`` still need
+    :func:`restore_vector_hooks`."""
+    original = DocBin.get_docs
+    if getattr(original, "_restores_vector_hooks", False):
+        return
+
+    @functools.wraps(original)
+    def get_docs(self, vocab):
+        for doc in original(self, vocab):
+            yield restore_vector_hooks(doc)
+
+    get_docs._restores_vector_hooks = True  # type: ignore[attr-defined]
+    DocBin.get_docs = get_docs
 
 
 # --------------------------------------------------------------------------

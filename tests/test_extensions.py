@@ -160,7 +160,7 @@ def test_restore_vector_hooks_from_the_store_alone():
     sents = list(doc.sents)
     vectors = [numpy.array(v, dtype="float32") for v in ([0.6, 0.8], [1.0, 0.0], [0.0, 1.0])]
     ext.set_span_values(doc, ext.VECTOR, sents, vectors)
-    (doc2,) = DocBin(docs=[doc], store_user_data=True).get_docs(doc.vocab)
+    doc2 = spacy.tokens.Doc(doc.vocab).from_bytes(doc.to_bytes())
     assert "similarity" not in doc2.user_span_hooks
     assert spacy_rhetoric.restore_vector_hooks([doc2]) == [doc2]
     a, b, c = doc2.sents
@@ -169,3 +169,19 @@ def test_restore_vector_hooks_from_the_store_alone():
     # never another model's numbers: a span without an encoder vector is an error
     with pytest.raises(ValueError, match="no encoder vector"):
         a.similarity(doc2[0:2])
+
+
+def test_docbin_docs_have_the_vector_hooks_at_once():
+    """A doc read back from a DocBin compares its sentences by their stored
+    vectors right away (the package wraps DocBin.get_docs); a doc without
+    sentence vectors is left as spaCy gives it."""
+    _, doc = _doc()
+    sents = list(doc.sents)
+    vectors = [numpy.array(v, dtype="float32") for v in ([0.6, 0.8], [1.0, 0.0], [0.0, 1.0])]
+    ext.set_span_values(doc, ext.VECTOR, sents, vectors)
+    _, plain = _doc()
+    data = DocBin(docs=[doc, plain], store_user_data=True).to_bytes()
+    back, plain_back = DocBin().from_bytes(data).get_docs(doc.vocab)
+    a, b, _ = back.sents
+    assert a.similarity(b) == pytest.approx(0.6)
+    assert "similarity" not in plain_back.user_span_hooks

@@ -112,7 +112,14 @@ def test_filters(built, monkeypatch):
     assert hits and {h.label for h in hits} == {predicted}
     both = index.search(query, k=16, section="Introduction", paper="P1")
     assert [(h.paper, h.section) for h in both] == [("P1", "Introduction")] * 2
-    assert index.search(query, paper="nope") == []
+    # a value no sentence has is a typo: one line listing what the index has
+    with pytest.raises(SearchIndexError, match=r"--paper 'nope': no indexed sentence has it; the index has P0, P1, P2, P3"):
+        index.search(query, paper="nope")
+    with pytest.raises(SearchIndexError, match=r"--label 'objectve'.*the index has .*" + predicted):
+        index.search(query, label="objectve")
+    with pytest.raises(SearchIndexError, match=r"--section 'methodz'.*Introduction, Methods, Results"):
+        index.search(query, section="methodz", paper="P1")
+    assert {h.label for h in index.search(query, k=16, label=predicted.upper())} == {predicted}
     # the faiss selector path gives the same hits as the exact subset path (the constant is read
     # where the search runs: patching the package's re-exported copy would test nothing)
     import spacy_rhetoric.search.faiss_index as faiss_mod

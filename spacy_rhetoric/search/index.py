@@ -89,7 +89,7 @@ def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = ()) ->
 
 
 def _build_settings(model: PathLike, nlp, files: Sequence[Path], part_sentences: int) -> Dict[str, Any]:
-    from ..corpus_builder.inputs import file_fingerprint
+    from ..jobs.inputs import file_fingerprint
 
     return {
         "format": FORMAT_VERSION,
@@ -328,6 +328,13 @@ def _run_dask(scheduler: str, workers: int, pipeline: str, batch_size: int, part
     return n_new[0]
 
 
+def _section_clause(section: str) -> Tuple[str, List[str]]:
+    """The SQL test of ``--section``: the section category, or words of the
+    raw heading ("Introduction" ~ "1 Introduction")."""
+    like = "%" + section.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return "(section = ? COLLATE NOCASE OR heading LIKE ? ESCAPE '\\')", [section, like]
+
+
 class RhetoricIndex:
     """A built index: ``RhetoricIndex.load(path).search(query, k=10, label=..., section=..., paper=...)``."""
 
@@ -426,12 +433,33 @@ class RhetoricIndex:
                 where.append(f"{column} = ? COLLATE NOCASE")
                 args.append(value)
         if section is not None:  # the section category, or words of the raw heading ("Introduction" ~ "1 Introduction")
-            where.append("(section = ? COLLATE NOCASE OR heading LIKE ? ESCAPE '\\')")
-            args.extend([section, "%" + section.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"])
+            clause, values = _section_clause(section)
+            where.append(clause)
+            args.extend(values)
         if not where:
             return None
         rows = self.con.execute(f"SELECT id FROM sentences WHERE {' AND '.join(where)}", args).fetchall()
+        if not rows:
+            self._check_filter_values(label=label, section=section, paper=paper)
         return numpy.asarray([r[0] for r in rows], dtype="int64")
+
+    def _check_filter_values(self, **filters: Optional[str]) -> None:
+        """A filter value no indexed sentence has (a typo such as
+        ``--label objectve``, ``--section methods``): one line listing the
+        values the index has. Values that each match but not together are
+        no error (no sentence matches the filters)."""
+        for name, value in filters.items():
+            if value is None:
+                continue
+            clause, args = _section_clause(value) if name == "section" else (f"{name} = ? COLLATE NOCASE", [value])
+            found = self.con.execute(f"SELECT 1 FROM sentences WHERE {clause} LIMIT 1", args).fetchone()
+            if found is None:
+                values = [r[0] for r in self.con.execute(
+                    f"SELECT DISTINCT {name} FROM sentences WHERE {name} IS NOT NULL ORDER BY {name} LIMIT 21")]
+                shown = ", ".join(values[:20]) + (", ..." if len(values) > 20 else "")
+                extra = " (or words of a heading)" if name == "section" else ""
+                raise SearchIndexError(f"--{name} {value!r}: no indexed sentence has it; the index has "
+                                       f"{shown or 'none'}{extra}")
 
     def search(self, query: Union[str, Sequence[float], numpy.ndarray], k: int = 10, *,
                label: Optional[str] = None, section: Optional[str] = None,
