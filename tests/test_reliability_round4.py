@@ -259,3 +259,47 @@ def test_malformed_rules_file_is_one_error(tmp_path, rules):
     path.write_text(rules)
     with pytest.raises(RhetoricError, match="section rule"):
         HeadingRules.from_file(path)
+
+
+# -- a tampered pipeline folder is one line ---------------------------------------------------------------
+
+
+def _tampered(src, dst, old, new):
+    import shutil
+
+    shutil.copytree(src, dst)
+    config = (dst / "config.cfg").read_text(encoding="utf8")
+    assert old in config
+    (dst / "config.cfg").write_text(config.replace(old, new, 1), encoding="utf8")
+    return dst
+
+
+@pytest.mark.parametrize("old,new", [("width = 96", "width = 1000000000000"),
+                                     ("width = 64", "width = 1000000000000"),
+                                     ('lang = "en"', 'lang = "../../etc/x"')])
+def test_tampered_pipeline_is_one_line(encoder_pipeline, tmp_path, old, new):
+    _load_commands()
+    pipeline = _tampered(encoder_pipeline, tmp_path / "pipe", old, new)
+    paper = tmp_path / "a.txt"
+    paper.write_text("We propose a method. It works.\n", encoding="utf8")
+    runner = CliRunner()
+    for argv in (["render", str(paper), "-m", str(pipeline), "-o", str(tmp_path / "o.html")],
+                 ["align", str(paper), str(paper), "-m", str(pipeline)]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 1, result.output
+        assert isinstance(result.exception, SystemExit), f"{argv[0]}: a traceback ({result.exception!r})"
+        text = cli_text(result)
+        assert "cannot load the pipeline" in text and ("1000000000000" in text or "../../etc/x" in text)
+        assert len(result.output.strip().splitlines()) <= 6
+
+
+def test_guard_keeps_tracebacks_of_other_errors(encoder_pipeline, tmp_path):
+    from spacy_rhetoric.cli.common import guard, loading_pipeline
+
+    with pytest.raises(KeyError):
+        with guard("x"):
+            raise KeyError("a bug, not a pipeline")
+    pipeline = _tampered(encoder_pipeline, tmp_path / "pipe", 'lang = "en"', 'lang = "../x"')
+    with pytest.raises(ImportError) as err:
+        spacy_rhetoric.util.load_parser(str(pipeline))
+    assert loading_pipeline(err.value)

@@ -67,7 +67,9 @@ def guard(what: str = "") -> Iterator[None]:
     """Turn the user errors raised inside the block (``USER_ERRORS``, a full
     disk: ``io.disk_full``) into ``fail``; other exceptions propagate with
     their traceback; transformers refusing a model folder's own code
-    (``ml.hf_safe``) is one line too."""
+    (``ml.hf_safe``) and any error spaCy raises while it loads a pipeline
+    folder (``loading_pipeline``: an edited config, a ``lang`` that is a
+    path, weights that do not fit their dimensions) are one line too."""
     from ..ml.hf_safe import is_remote_code_refusal, refusal_text, refused_source
 
     prefix = f"{what}: " if what else ""
@@ -76,10 +78,32 @@ def guard(what: str = "") -> Iterator[None]:
             yield
     except USER_ERRORS as err:
         fail(f"{prefix}{err}")
-    except ValueError as err:
-        if not is_remote_code_refusal(err):
+    except Exception as err:  # noqa: BLE001 - only the two kinds below; anything else is re-raised
+        if is_remote_code_refusal(err):
+            fail(prefix + refusal_text(refused_source(err)))
+        if not loading_pipeline(err):
             raise
-        fail(prefix + refusal_text(refused_source(err)))
+        first = (str(err).strip().splitlines() or [""])[0]
+        first = first if len(first) <= 300 else first[:150] + " … " + first[-140:]
+        fail(f"{prefix}cannot load the pipeline (a damaged or edited pipeline folder?): "
+             f"{type(err).__name__}: {first}")
+
+
+# spaCy's functions that load a pipeline from a folder or package (every spacy.load of one).
+_PIPELINE_LOADERS = frozenset(["load_model_from_path", "load_model_from_package", "load_model_from_init_py"])
+
+
+def loading_pipeline(err: BaseException) -> bool:
+    """Whether ``err`` was raised while spaCy loaded a pipeline (a frame of
+    ``spacy/util.py``'s ``load_model_from_path`` or its package loaders on
+    its traceback): the pipeline's files, not the command, are at fault."""
+    import traceback
+
+    for frame, _ in traceback.walk_tb(err.__traceback__):
+        code = frame.f_code
+        if code.co_name in _PIPELINE_LOADERS and Path(code.co_filename).parts[-2:] == ("spacy", "util.py"):
+            return True
+    return False
 
 
 def positive_int(value: int) -> int:
