@@ -10,10 +10,11 @@ with it, section by section.
   training --, positions count within sections, hashed n-grams beside the
   tok2vec, a CRF over each section's sentences; back matter is ``other`` by
   rule), ``DEFAULT_CLASSIFIER_STEPS`` steps, on real sentence functions
-  (``readers.section_labels.write_fullpaper_corpus``): CSAbstruct train and
-  the MuLMS-AZ full papers with expert zones (when present in the data
-  directory). The demo's fine-tune of the classifier's MiniLM member is half
-  a pass (``DEMO_CLASSIFIER_SETTINGS``). The trained classifier is scored once,
+  (``readers.fullpaper_corpus.write_fullpaper_corpus``): CSAbstruct train,
+  the MuLMS-AZ materials-science papers and the AZ-CL computational-linguistics
+  papers with expert zones (each when present in the data directory). The
+  demo's fine-tune of the classifier's MiniLM member is a shorter pass
+  (``DEMO_CLASSIFIER_SETTINGS``). The trained classifier is scored once,
   on the whole dev set (CSAbstruct dev), at the end
   (:func:`evaluate_on_dev`); spaCy's loop itself only scores one dev
   document after its first step.
@@ -57,6 +58,7 @@ PHRASES_DIR = "iwatsuki2021-fe-database-cl"
 CSABSTRUCT_DIR = "csabstruct"
 PMC_FILE = "pmc-sents-full/dev.jsonl"
 MULMS_FILE = "mulms-az/train.jsonl"
+AZ_DIR = "az-cl"
 SCISUMM_DIR = "cl-scisumm/training-40-manual"
 TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
 SAMPLE_PAPER = "sample_paper.txt"
@@ -65,16 +67,16 @@ ENCODER_CONFIG = "encoder"
 # 800 steps of the network, beside the members fitted at initialize (RESULTS.md: the demo's time and scores)
 DEFAULT_CLASSIFIER_STEPS = 800
 DEFAULT_ENCODER_STEPS = 0  # the separate tok2vec encoder: off (the classifier's trunk gives the vectors)
-# The demo's classifier is the packaged config with a shorter fine-tune of its MiniLM member (half a pass over
+# The demo's classifier is the packaged config with a shorter fine-tune of its MiniLM member (0.3 of a pass over
 # the papers' sentences instead of one), so that ``make demo`` fits in 8 minutes on two cores.
-DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.members.finetuned.epochs": 0.5}
+DEMO_CLASSIFIER_SETTINGS: Dict[str, Any] = {"components.rhetoric_function_classifier.model.members.finetuned.epochs": 0.3}
 
 
 # The pipeline's meta.json (spacy_rhetoric.meta): its name (``spacy package`` builds en_rhetoric_demo) and the
 # corpora its classifier learns from (meta.SOURCES keys) by the DemoData field that holds each; the licence and
 # the sources listed come from them.
 DEMO_PIPELINE_NAME = "rhetoric_demo"
-TRAINING_SOURCES = {"train": "csabstruct", "mulms": "mulms-az"}
+TRAINING_SOURCES = {"train": "csabstruct", "mulms": "mulms-az", "az": "az-cl"}
 
 
 class DemoError(PathError):
@@ -115,9 +117,11 @@ class DemoData:
     scisumm: Optional[Path] = None  # CL-SciSumm topics, if present
     paper: Optional[Path] = None  # the GROBID TEI sample paper, if present
     mulms: Optional[Path] = None  # MuLMS-AZ train.jsonl, if present
+    az: Optional[Path] = None  # the AZ-CL papers (a folder of .annot files), if present
 
     def inputs(self) -> List[Path]:
-        return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm, self.mulms) if p is not None]
+        return [p for p in (self.train, self.dev, self.phrases, self.pmc, self.scisumm, self.mulms, self.az)
+                if p is not None]
 
 
 def training_sources(data: DemoData) -> List[str]:
@@ -147,7 +151,7 @@ def find_data(root: Optional[Path] = None) -> DemoData:
     missing and how to point the demo at them otherwise."""
     root = Path(root) if root is not None else data_dir()
     optional = {name: root / rel for name, rel in (("pmc", PMC_FILE), ("scisumm", SCISUMM_DIR),
-                                                   ("paper", TEI_PAPER), ("mulms", MULMS_FILE))}
+                                                   ("paper", TEI_PAPER), ("mulms", MULMS_FILE), ("az", AZ_DIR))}
     data = DemoData(train=root / CSABSTRUCT_DIR / "train.jsonl", dev=root / CSABSTRUCT_DIR / "dev.jsonl",
                     phrases=root / PHRASES_DIR, **{k: p for k, p in optional.items() if p.exists()})
     missing = [str(p) for p in (data.train, data.dev, data.phrases) if not p.exists()]
@@ -351,18 +355,22 @@ def training_overrides(train: Path, dev: Path, steps: int) -> Dict[str, Any]:
 
 
 def build_classifier_corpus(data: DemoData, output: Path) -> Tuple[Path, Path]:
-    """The classifier's training corpus (``readers.section_labels.write_fullpaper_corpus``:
-    CSAbstruct train + the MuLMS-AZ papers) under ``output``; kept if newer
-    than every input."""
-    from ..readers.section_labels import write_fullpaper_corpus
+    """The classifier's training corpus (``readers.fullpaper_corpus.write_fullpaper_corpus``:
+    CSAbstruct train + the MuLMS-AZ and AZ-CL papers) under ``output``; kept if newer
+    than every input and made from the same sources (``sources.json``)."""
+    from ..readers.fullpaper_corpus import write_fullpaper_corpus
 
-    train, dev = output / "train.spacy", output / "dev.spacy"
-    newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms) if p is not None)
-    if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest):
-        counts = write_fullpaper_corpus(data.train, data.dev, data.mulms, output)
+    train, dev, stamp = output / "train.spacy", output / "dev.spacy", output / "sources.json"
+    sources = training_sources(data)
+    newest = max(_mtime(p) for p in (data.train, data.dev, data.mulms, data.az) if p is not None)
+    if not (train.exists() and dev.exists() and min(_mtime(train), _mtime(dev)) > newest
+            and stamp.exists() and json.loads(stamp.read_text(encoding="utf8")) == sources):
+        counts = write_fullpaper_corpus(data.train, data.dev, data.mulms, output, az=data.az)
+        stamp.write_text(json.dumps(sources), encoding="utf8")
         print(f"  built {output}: train {counts['train']['sentences']} sentences "
               f"({counts['train']['csabstruct']} CSAbstruct abstracts, {counts['train']['mulms_papers']} MuLMS-AZ "
-              f"papers), dev {counts['dev']['sentences']} sentences (CSAbstruct dev)")
+              f"papers, {counts['train'].get('az_papers', 0)} AZ-CL papers), dev {counts['dev']['sentences']} "
+              "sentences (CSAbstruct dev)")
     return train, dev
 
 
@@ -376,7 +384,7 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
     """Train the CPU classifier (packaged config ``classifier``
     with ``DEMO_CLASSIFIER_SETTINGS``: tok2vec + context architecture + section
     input + n-grams + CRF, section dropout, and the members fitted at
-    initialize) on CSAbstruct + MuLMS-AZ and the encoder (``encoder``) on
+    initialize) on CSAbstruct + MuLMS-AZ + AZ-CL and the encoder (``encoder``) on
     CSAbstruct into ``output`` (``encoder_steps`` = 0: no encoder, None is
     returned for it). With ``background`` (default: on a machine
     with two cores or more) the encoder trains in a child process beside the
