@@ -3,7 +3,8 @@
 One place for the rules the project keeps with user files:
 
 - inputs are checked before any work starts (exists, file or directory as
-  expected), with an error that names the path;
+  expected, never a device, FIFO or socket: ``special_kind``), with an error
+  that names the path;
 - outputs are checked before any work starts too: never an input, never
   inside an input directory (a pipeline, a corpus folder; a build that
   leaves its own outputs out when it reads a folder may say so with
@@ -63,13 +64,9 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def _special_kind(path: Path) -> Optional[str]:
-    """What ``path`` is when it exists and is neither a regular file nor a
-    directory (symbolic links followed), else None."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
+def mode_kind(mode: int) -> Optional[str]:
+    """What a file of ``st_mode`` ``mode`` is when it is neither a regular
+    file nor a directory ("a FIFO", "a socket", ...), else None."""
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -79,11 +76,22 @@ def _special_kind(path: Path) -> Optional[str]:
     return "not a regular file"
 
 
+def special_kind(path: PathLike) -> Optional[str]:
+    """What ``path`` is when it exists and is neither a regular file nor a
+    directory (symbolic links followed): a device, FIFO or socket, which
+    opening could block on or reading never end; else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return mode_kind(mode)
+
+
 def check_not_special(path: PathLike, what: str = "output") -> None:
     """Refuse to write to a path that exists and is not a regular file or
     directory: writing there (temporary file + rename) would replace a
     device or FIFO with a regular file."""
-    kind = _special_kind(Path(path))
+    kind = special_kind(path)
     if kind is not None:
         raise PathError(f"{what} {path} is {kind}, not a regular file or directory; refusing to replace it")
 
@@ -129,6 +137,9 @@ def check_input(path: PathLike, *, what: str = "input", file_ok: bool = True,
     p = Path(path)
     if not p.exists():
         raise PathError(f"{what} not found: {p}")
+    kind = special_kind(p)
+    if kind is not None:  # opening a FIFO blocks until a writer comes; a device never ends
+        raise PathError(f"{what} {p} is {kind}, not a regular file or directory; it is never read")
     if p.is_dir() and not dir_ok:
         raise PathError(f"{what} is a directory, expected a file: {p}")
     if p.is_file() and not file_ok:

@@ -14,15 +14,9 @@ from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
 import spacy_rhetoric
-from spacy_rhetoric.corpus_builder import (
-    CorpusBuildError,
-    build_corpus,
-    discover_inputs,
-    normalise_text,
-    valid_papers,
-)
-from spacy_rhetoric.corpus_builder.settings import import_code
-from spacy_rhetoric.jobs import JobError, import_distributed
+from spacy_rhetoric.corpus_builder import CorpusBuildError, build_corpus, normalise_text, valid_papers
+from spacy_rhetoric.jobs import JobError, discover_inputs, import_distributed
+from spacy_rhetoric.jobs.settings import import_code
 from spacy_rhetoric.pipeline.single_sentence import sentence_doc
 from spacy_rhetoric.readers.splits import split_doc_ids
 

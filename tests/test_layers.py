@@ -18,7 +18,8 @@ LAYERS = [
     ("evaluation", {"evaluation"}),
     ("pipeline", {"pipeline"}),
     ("training", {"batching", "pretrain"}),
-    ("apps", {"apps", "search", "corpus_builder", "jobs"}),
+    ("jobs", {"jobs"}),
+    ("apps", {"apps", "search", "corpus_builder"}),
     ("cli", {"cli", "__main__"}),
 ]
 LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}

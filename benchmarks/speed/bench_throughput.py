@@ -140,7 +140,7 @@ def component_seconds(pipeline: Path, inputs: List[Path], batch_size: int, gpu_i
     the GPU synchronised after each component). Two passes over freshly read
     Docs; the second is reported (the first pays first-call costs)."""
     from spacy_rhetoric.apps.annotate import expected_files, kind_of, load_pipeline, read_docs
-    from spacy_rhetoric.corpus_builder.inputs import discover_inputs
+    from spacy_rhetoric.jobs.inputs import discover_inputs
     from spacy_rhetoric.readers.common import sentence_splitters
 
     def sync() -> None:

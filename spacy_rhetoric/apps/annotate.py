@@ -6,10 +6,11 @@ by content unless ``fmt`` says) and ``.spacy`` DocBins, and writes one JSONL
 record per sentence (:func:`sentence_records`) and, with ``spacy=True``, the
 annotated Docs.
 
-It is a build of the shard machinery of ``spacy-rhetoric label``
-(``spacy_rhetoric.corpus_builder``): inputs found by ``corpus_builder.discover_inputs`` (one
+It is a corpus job (``spacy_rhetoric.jobs``, whose docstring gives the life
+cycle): inputs found by ``jobs.discover_inputs`` (one
 file is the unit of work, keyed by path, fingerprinted by content; hidden
-files and the files of any build are left out), one shard per input in
+files and the files of any build are left out; FIFOs, devices, sockets and
+unreadable files skipped and counted), one shard per input in
 ``OUT/shards`` (the done-marker: a rerun after an interruption skips the
 inputs whose shard exists, so it ends with the output of an uninterrupted
 run, without duplicates), the settings recorded in ``OUT/build_config.json``
@@ -30,7 +31,6 @@ preset boundaries; a Doc whose boundaries changed anyway is an error.
 import hashlib
 import time
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -38,22 +38,23 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from .. import extensions as ext
-from ..corpus_builder.inputs import InputFile, discover_inputs
-from ..corpus_builder.runners import OnShard
-from ..corpus_builder.settings import (
+from ..extensions import docbin_docs
+from ..io import atomic_write_json, check_input, check_output, path_text
+from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
+from ..jobs.common import CorpusBuildError
+from ..jobs.inputs import InputFile, discover_inputs
+from ..jobs.merge import concatenate_shards
+from ..jobs.settings import (
     ANNOTATION_FILES,
     SUMMARY_FILE,
-    CorpusBuildError,
+    OnShard,
     check_build_dir,
     import_code,
     lock_build,
     prepare_output_dir,
     remove_failed_build,
 )
-from ..corpus_builder.shards import read_shard, read_shard_header, shard_docs_path, shard_path, write_shard
-from ..extensions import docbin_docs
-from ..io import atomic_path, atomic_write_json, atomic_write_lines, check_input, check_output, path_text
-from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
+from ..jobs.shards import earlier_shards, read_shard_header, shard_path, write_shard
 from ..readers.budget import READ_TIMEOUT
 from ..readers.common import ReaderError, sentence_splitters
 from ..readers.papers import EXTENSIONS, FORMATS
@@ -337,8 +338,9 @@ def annotate_corpus(
     settings = AnnotateSettings(pipeline=pipeline_arg, fmt=fmt, vectors=bool(vectors), spacy=bool(spacy),
                                 code=str(Path(code).absolute()) if code else None)
     nlp = load_pipeline(settings.pipeline, settings.code)
+    unreadable: List[Dict[str, str]] = []  # skipped and counted: never opened (FIFOs, ...) or unopenable
     all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir], kind_of=kind_of(fmt),
-                                 expected=expected_files(fmt), skip_hidden=True)
+                                 expected=expected_files(fmt), skip_hidden=True, skipped=unreadable)
     from ..readers.papers import paper_ids, same_name_papers
 
     ids = paper_ids([inp.key for inp in all_inputs])
@@ -351,7 +353,8 @@ def annotate_corpus(
     with lock_build(out_dir):  # one run at a time on an output folder
         shard_dir = prepare_output_dir(out_dir, config, overwrite)
         pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
-        skipped: List[Dict[str, str]] = []
+        earlier = earlier_shards(shard_dir)  # the shard folder listed once, not once per input
+        skipped: List[Dict[str, str]] = list(unreadable)
         done = {"inputs": 0, "papers": 0, "sentences": 0, "words": 0}
 
         def finish(inp: InputFile, docs: List[Doc], result) -> None:
@@ -359,7 +362,7 @@ def annotate_corpus(
             header = {"input": inp.key, "path": path_text(inp.path), "sha1": inp.fingerprint,
                       "papers": [ext.get_doc_value(doc, ext.DOC_ID) for doc in docs],
                       "n_sentences": len(records), "n_words": n_words}
-            write_shard(shard_dir, inp, header, records, docs=docs_bytes)
+            write_shard(shard_dir, inp, header, records, docs=docs_bytes, earlier=earlier.get(inp.shard_prefix, ()))
             for key, n in (("inputs", 1), ("papers", len(docs)), ("sentences", len(records)), ("words", n_words)):
                 done[key] += n
             progress.update(1)
@@ -411,11 +414,12 @@ def annotate_corpus(
             progress.close()
 
         done_inputs = [inp for inp in all_inputs if shard_path(shard_dir, inp).exists()]
-        if len(done_inputs) + len(skipped) != len(all_inputs):  # pragma: no cover - bookkeeping invariant
+        n_inputs = len(all_inputs) + len(unreadable)
+        if len(done_inputs) + len(skipped) != n_inputs:  # pragma: no cover - bookkeeping invariant
             raise RuntimeError("inputs in != inputs annotated + skipped")
         if not done_inputs:
             remove_failed_build(out_dir, created)
-            raise CorpusBuildError(f"none of the {len(all_inputs)} inputs is usable"
+            raise CorpusBuildError(f"none of the {n_inputs} inputs is usable"
                                    + (f" (e.g. {skipped[0]['reason']})" if skipped else ""))
         headers = [read_shard_header(shard_path(shard_dir, inp)) for inp in done_inputs]
         inputs_of: Dict[str, List[str]] = {}
@@ -423,9 +427,10 @@ def annotate_corpus(
             for paper in header["papers"]:
                 inputs_of.setdefault(str(paper), []).append(header["input"])
         shared_ids = {paper: keys for paper, keys in inputs_of.items() if len(keys) > 1}
-        outputs = merge_shards(out_dir, shard_dir, done_inputs, jsonl=jsonl, spacy=settings.spacy)
+        outputs = concatenate_shards(shard_dir, done_inputs, jsonl=out_dir / JSONL_FILE if jsonl else None,
+                                     spacy=out_dir / SPACY_FILE if settings.spacy else None)
         summary = {
-            "inputs": len(all_inputs),
+            "inputs": n_inputs,
             "inputs_annotated": len(done_inputs),
             "inputs_annotated_this_run": done["inputs"],
             "inputs_resumed": len(all_inputs) - len(pending),
@@ -451,22 +456,3 @@ def annotate_corpus(
         atomic_write_json(out_dir / "summary.json", summary)
         return summary
 
-
-def merge_shards(out_dir: Path, shard_dir: Path, done_inputs: Sequence[InputFile], *, jsonl: bool,
-                 spacy: bool) -> Dict[str, str]:
-    """The shards in input-key order into the outputs (atomically)."""
-    outputs = {}
-    if jsonl:
-        path = out_dir / JSONL_FILE
-        atomic_write_lines(path, chain.from_iterable(read_shard(shard_path(shard_dir, inp))[1]
-                                                     for inp in done_inputs))
-        outputs["jsonl"] = str(path)
-    if spacy:
-        merged = DocBin(store_user_data=True)
-        for inp in done_inputs:
-            merged.merge(DocBin(store_user_data=True).from_disk(shard_docs_path(shard_dir, inp)))
-        path = out_dir / SPACY_FILE
-        with atomic_path(path) as tmp:
-            merged.to_disk(tmp)
-        outputs["spacy"] = str(path)
-    return outputs

@@ -3,7 +3,8 @@ one JSONL record per sentence (and/or the annotated Docs).
 
 A thin wrapper around :func:`spacy_rhetoric.apps.annotate.annotate_corpus` (see
 :mod:`spacy_rhetoric.apps.annotate`: formats, records, sentence boundaries, resume,
-Dask)."""
+Dask). Interrupted (Ctrl-C, SIGTERM), it says what is kept and that the same
+command resumes."""
 from pathlib import Path
 from typing import List, Optional
 
@@ -60,9 +61,11 @@ def annotate_command(
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
     from ..apps.annotate import annotate_corpus
+    from ..jobs.interrupts import finished_shards, report_interrupt
+    from ..jobs.settings import SHARD_DIR
     from ..util import use_device
 
-    with guard("annotate"):
+    with report_interrupt(lambda: finished_shards(output / SHARD_DIR)), guard("annotate"):
         use_device(gpu_id)
         summary = annotate_corpus(
             pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,

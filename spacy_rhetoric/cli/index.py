@@ -6,8 +6,8 @@ the resumable build and the automatic index type).
     spacy-rhetoric index .demo/pipeline corpus/ papers.spacy -o corpus.index [--index-type auto]
 
 Paths and pipeline are checked before the work; an interrupted build resumes
-from ``INDEX.tmp-dir`` (``--overwrite`` discards it); the index appears under INDEX only
-when complete. A second run on the same INDEX while one is running stops at once.
+from ``INDEX.tmp-dir`` (``--overwrite`` discards it; Ctrl-C or SIGTERM say how
+many parts it keeps); the index appears under INDEX only when complete. A second run on the same INDEX while one is running stops at once.
 """
 from pathlib import Path
 from typing import List, Optional
@@ -38,10 +38,11 @@ def index_cli(
     read_timeout: float = read_timeout_option(),
 ) -> None:
     """Encode every sentence of a corpus into a search index."""
+    from ..jobs.interrupts import report_interrupt
     from ..search import build_index
     from ..util import use_device
 
-    with guard("index"):
+    with report_interrupt(lambda: _parts_kept(output)), guard("index"):
         use_device(gpu_id)
         summary = build_index(pipeline, corpus, output, index_type=index_type, part_sentences=part_sentences,
                               batch_size=batch_size, scheduler=scheduler, workers=workers, overwrite=overwrite,
@@ -53,3 +54,13 @@ def index_cli(
     msg.good(f"{summary['n']} sentences of {summary['papers']} papers indexed ({summary['factory']}, "
              f"{summary['dim']}-d) -> {summary['index']}"
              + (f"; resumed, {summary['parts_reused']} parts reused" if summary.get("resumed") else ""))
+
+
+def _parts_kept(output: Path) -> str:
+    """What an interrupted index build leaves: its encoded parts."""
+    from ..io import path_text
+    from ..search.index import VECTOR_DIR, work_dir
+
+    work = work_dir(output)
+    n = len(list((work / VECTOR_DIR).glob("part-*.npy"))) if (work / VECTOR_DIR).is_dir() else 0
+    return f"{n} encoded part{'s' if n != 1 else ''} in {path_text(work)}"

@@ -1,8 +1,10 @@
 """``spacy-rhetoric label``: build the distant-supervision sentence set.
 
 A thin wrapper around :func:`spacy_rhetoric.corpus_builder.build_corpus` (see
-:mod:`spacy_rhetoric.corpus_builder` for the design: sentence boundaries, shards and
-resume, de-duplication, the by-paper split, Dask scale-out).
+:mod:`spacy_rhetoric.corpus_builder` for the design: sentence boundaries,
+de-duplication, the by-paper split; and :mod:`spacy_rhetoric.jobs` for inputs,
+shards and resume, Dask scale-out). Interrupted (Ctrl-C, SIGTERM), it says
+what is kept and that the same command resumes.
 """
 from pathlib import Path
 from typing import List, Optional
@@ -59,6 +61,8 @@ def label_command(
     write a de-duplicated, by-paper train/validation split. Rerun the same
     command after an interruption to resume."""
     from ..corpus_builder import build_corpus
+    from ..jobs.interrupts import finished_shards, report_interrupt
+    from ..jobs.settings import SHARD_DIR
     from ..util import use_device
 
     with guard("label"):
@@ -68,7 +72,7 @@ def label_command(
         if not phrases.exists():
             fail(f"no --phrases given and the default phrase list {phrases} does not exist: "
                  "pass --phrases FILE|DIR or set SPACY_RHETORIC_DATA to the data directory")
-    with guard("label"):
+    with report_interrupt(lambda: finished_shards(output / SHARD_DIR)), guard("label"):
         summary = build_corpus(
             inputs, output, phrases=phrases, parser=parser, n=n, min_phrase_length=min_phrase_length,
             code=code, n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers,

@@ -6,25 +6,23 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..io import atomic_write_json, check_input, check_output
 from ..jobs import progress_bar
-from ..util import DEFAULT_PARSER, load_parser
-from .inputs import discover_inputs
-from .labeling import build_nlp
-from .merge import merge_shards, output_paths
-from .runners import OnShard, run_dask, run_local
-from .settings import (
-    DEFAULT_EXCLUDE,
+from ..jobs.common import CorpusBuildError
+from ..jobs.inputs import discover_inputs
+from ..jobs.settings import (
     SUMMARY_FILE,
-    CorpusBuildError,
-    LabelSettings,
+    OnShard,
     check_build_dir,
     import_code,
     lock_build,
-    phrases_digest,
     prepare_output_dir,
-    read_phrase_list,
     remove_failed_build,
 )
-from .shards import read_shard_header, shard_path
+from ..jobs.shards import read_shard_header, shard_path
+from ..util import DEFAULT_PARSER, load_parser
+from .labeling import build_nlp
+from .merge import merge_shards, output_paths
+from .runners import run_dask, run_local
+from .settings import DEFAULT_EXCLUDE, LabelSettings, phrases_digest, read_phrase_list
 
 PhraseArg = Union[str, Path, Sequence[Tuple[str, str]]]
 
@@ -114,7 +112,8 @@ def build_corpus(
     pairs, n_phrase_skipped = read_phrase_list(phrases)
     if not pairs:
         raise CorpusBuildError(f"the phrase list {phrases!r} holds no (label, phrase) pairs")
-    all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir])
+    unreadable: List[Dict[str, str]] = []  # skipped and counted, never opened (FIFOs, ...) or unopenable
+    all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir], skipped=unreadable)
     config = {
         "parser": parser,
         "n": int(n),
@@ -128,7 +127,7 @@ def build_corpus(
         shard_dir = prepare_output_dir(out_dir, config, overwrite)
 
         pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
-        skipped: List[Dict[str, str]] = []
+        skipped: List[Dict[str, str]] = list(unreadable)
         progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
                                 desc="label")
         try:
@@ -165,14 +164,15 @@ def build_corpus(
             paper_ids.update(header["papers"])
             bad_records.extend(header["bad_records"][: max(0, 20 - len(bad_records))])
         n_pending = len(pending) if merge_only else 0
-        if n_with_shard + len(skipped) + n_pending != len(all_inputs):  # pragma: no cover - bookkeeping invariant
+        n_inputs = len(all_inputs) + len(unreadable)
+        if n_with_shard + len(skipped) + n_pending != n_inputs:  # pragma: no cover - bookkeeping invariant
             raise RuntimeError("inputs in != inputs labeled + skipped")
         if not n_with_shard:
             if merge_only:
                 raise CorpusBuildError(f"{out_dir} holds no labeled input yet: nothing to merge (run without --merge-only)")
             remove_failed_build(out_dir, created)
             raise CorpusBuildError(
-                f"none of the {len(all_inputs)} inputs is usable"
+                f"none of the {n_inputs} inputs is usable"
                 + (f" (e.g. {skipped[0]['reason']})" if skipped else "")
             )
 
@@ -181,7 +181,7 @@ def build_corpus(
         tokenizer_nlp = load_parser(parser, exclude=list(exclude))
         merged = merge_shards(out_dir, all_inputs, shard_dir, tokenizer_nlp, seed=seed, valid_fraction=valid_fraction)
         summary = {
-            "inputs": len(all_inputs),
+            "inputs": n_inputs,
             "inputs_labeled": n_with_shard,
             "inputs_labeled_this_run": n_done,
             "inputs_resumed": len(all_inputs) - len(pending),

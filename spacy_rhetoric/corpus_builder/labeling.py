@@ -7,9 +7,10 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from .. import extensions as ext
+from ..jobs.settings import import_code
 from ..pipeline import single_sentence  # noqa: F401  registers rhetoric_single_sentence
 from ..util import load_parser
-from .settings import LabelSettings, PhrasePairs, import_code
+from .settings import LabelSettings, PhrasePairs
 
 LABELER_FACTORY = "rhetoric_phrase_labeler"
 

@@ -1,5 +1,5 @@
-"""The merge of a build (deterministic, rerun in full on every build): shards
-in input-key order, de-duplication, the document-disjoint split
+"""The merge of a label build (deterministic, rerun in full on every build):
+shards in input-key order (``jobs.merge.shard_records``), de-duplication, the document-disjoint split
 (``splits.split_doc_ids`` by paper id, stratified by label)
 and the train/valid ``.jsonl`` + ``.spacy`` outputs, each written to a
 temporary file and renamed into place."""
@@ -16,23 +16,16 @@ from spacy.tokens import Doc, DocBin
 
 from .. import extensions as ext
 from ..io import atomic_path
+from ..jobs.inputs import InputFile
+from ..jobs.merge import shard_records
 from ..pipeline.single_sentence import sentence_doc
 from ..readers.splits import split_doc_ids
-from .inputs import InputFile
 from .settings import OUTPUT_NAMES
-from .shards import read_shard, shard_path
 
 
 def normalise_text(text: str) -> str:
     """The de-duplication key: NFKC, case-folded, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def _iter_shard_records(shard_dir: Path, inputs: Sequence[InputFile]) -> Iterator[Dict[str, Any]]:
-    for inp in inputs:  # sorted by key
-        path = shard_path(shard_dir, inp)
-        if path.exists():
-            yield from read_shard(path)[1]
 
 
 def _dedup(records: Iterable[Dict[str, Any]], counter: Counter) -> Iterator[Dict[str, Any]]:
@@ -90,7 +83,7 @@ def merge_shards(
     over the shards; memory holds one hash and paper id per kept sentence."""
     counts: Counter = Counter()
     papers, labels = [], []
-    for rec in _dedup(_iter_shard_records(shard_dir, inputs), counts):
+    for rec in _dedup(shard_records(shard_dir, inputs), counts):
         papers.append(rec["paper_id"])
         labels.append(rec["label"])
     n_papers = len(set(papers))
@@ -108,7 +101,7 @@ def merge_shards(
         }
         for fh in handles.values():
             stack.callback(fh.close)
-        for rec in _dedup(_iter_shard_records(shard_dir, inputs), Counter()):
+        for rec in _dedup(shard_records(shard_dir, inputs), Counter()):
             name = "valid" if rec["paper_id"] in valid else "train"
             rec = dict(rec, split=name)
             handles[name].write(json.dumps(rec, ensure_ascii=False) + "\n")

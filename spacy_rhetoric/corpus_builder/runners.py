@@ -6,19 +6,39 @@ shard is written as soon as the input is complete."""
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 
+from ..io import path_text
 from ..jobs import dask_tasks, record_skip, stream_inputs
+from ..jobs.inputs import InputFile
+from ..jobs.settings import OnShard
+from ..jobs.shards import earlier_shards, write_shard
 from ..readers.label_inputs import ReadResult, read_input
-from .inputs import InputFile
 from .labeling import build_nlp, label_sentences, labeled_record
 from .settings import LabelSettings, PhrasePairs
-from .shards import shard_header, write_shard
 
-OnShard = Optional[Callable[[InputFile, Dict[str, Any]], None]]
 RunResult = Tuple[int, int, float]
+
+
+def shard_header(inp: InputFile, read: ReadResult, n_sentences: int, n_words: int,
+                 n_labeled: int) -> Dict[str, Any]:
+    """The header line of a label shard: the input's counts."""
+    papers = sorted({s["paper_id"] for s in read.sentences})
+    return {
+        "input": inp.key,
+        "path": path_text(inp.path),
+        "sha1": inp.fingerprint,
+        "papers": papers,
+        "n_source_sentences": len(read.sentences) + read.n_empty,
+        "n_sentences": n_sentences,
+        "n_empty": len(read.sentences) - n_sentences + read.n_empty,
+        "n_words": n_words,
+        "n_labeled": n_labeled,
+        "n_bad_records": read.n_bad_records,
+        "bad_records": read.bad_records,
+    }
 
 
 def _read(inp: InputFile, skipped: List[Dict[str, str]], progress: Any) -> Optional[ReadResult]:
@@ -30,12 +50,14 @@ def _read(inp: InputFile, skipped: List[Dict[str, str]], progress: Any) -> Optio
 
 
 def _label_finish(shard_dir: Path, done: List[int], on_shard: OnShard, progress: Any):
-    """Write an input's shard from its labeled records and count it."""
+    """Write an input's shard from its labeled records and count it (the
+    shard folder listed once, here: ``jobs.shards.earlier_shards``)."""
+    earlier = earlier_shards(shard_dir)
 
     def finish(inp: InputFile, read: ReadResult, result: Tuple[List[Dict[str, Any]], int, int]) -> None:
         records, n_sentences, n_words = result
         header = shard_header(inp, read, n_sentences, n_words, len(records))
-        write_shard(shard_dir, inp, header, records)
+        write_shard(shard_dir, inp, header, records, earlier=earlier.get(inp.shard_prefix, ()))
         done[0] += 1
         done[1] += n_words
         progress.update(1)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 from spacy.language import Language
 
 from .common import JobError
+from .local import usable_cpus
 
 # How a worker gets its pipeline: load(*args), module-level so that it pickles.
 PipelineSpec = Tuple[Callable[..., Language], Tuple[Any, ...]]
@@ -92,11 +93,29 @@ def import_distributed():
     return Client, LocalCluster, as_completed
 
 
+def bounded_workers(workers: int) -> int:
+    """``--workers`` of a LocalCluster bounded by the CPUs this process may
+    use, as ``--n-process`` is (``local.bounded_processes``), with a warning
+    that says so: every worker process holds its own pipeline, so more
+    workers than CPUs cost memory and gain nothing."""
+    cpus = usable_cpus()
+    if workers > cpus:
+        from wasabi import msg
+
+        msg.warn(f"--workers {workers} is more than this machine can use ({cpus} CPUs): using {cpus}")
+        return cpus
+    return max(1, workers)
+
+
 def _client(scheduler: str, workers: int):
+    """A client of ``scheduler``; for ``"local"``, of a new LocalCluster of
+    single-threaded worker processes (:func:`bounded_workers`) whose
+    scheduler, workers and dashboard listen on 127.0.0.1 only."""
     Client, LocalCluster, _ = import_distributed()
     if scheduler == "local":
         cluster = LocalCluster(
-            n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=":0"
+            n_workers=bounded_workers(workers), threads_per_worker=1, processes=True,
+            host="127.0.0.1", dashboard_address="127.0.0.1:0",
         )
         return Client(cluster), cluster
     return Client(scheduler), None
@@ -117,7 +136,7 @@ def dask_tasks(
 ) -> float:
     """One Dask task per pending input, at most ``2 x workers`` in flight.
     ``scheduler`` is ``"local"`` (a LocalCluster of ``workers`` single-threaded
-    processes) or an address. The client reads the inputs (``read(input)``:
+    processes, at most one per CPU, on 127.0.0.1) or an address. The client reads the inputs (``read(input)``:
     a payload, or None when skipped) and finishes them (``finish(input,
     payload, task result)``: writes the shard), so workers need neither the
     corpus nor a shared file system. Every task is :func:`nlp_task`:

@@ -1,4 +1,4 @@
-"""What every build's run shares: its error type, its progress bar and
+"""What every job's run shares: its error types, its progress bar and
 skip-and-count."""
 from typing import Any, Dict, List
 
@@ -7,6 +7,11 @@ from ..errors import RhetoricError
 
 class JobError(RhetoricError):
     """A run cannot start (e.g. the Dask scheduler it asks for is missing)."""
+
+
+class CorpusBuildError(JobError):
+    """A job over a corpus cannot start or finish (bad arguments or inputs,
+    an incompatible resume, no usable input)."""
 
 
 class NoProgress:

@@ -1,5 +1,6 @@
 """The pending inputs of a build through one ordered ``nlp.pipe`` stream on
 this machine (``n_process`` workers)."""
+import os
 import warnings
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -10,6 +11,14 @@ from spacy.language import Language
 ReadItems = Callable[[Any], Optional[Tuple[Any, Iterable[Tuple[Any, Any]]]]]
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else all)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
     """``n_process`` bounded by the CPUs this process may use and by
     ``n_items`` (the units of work, when known), with a warning that says
@@ -17,8 +26,6 @@ def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
     open files: thousands end in "Too many open files"). A pipeline on a GPU
     (``--gpu-id``, ``util.pipeline_gpu``) runs in one process: worker
     processes cannot share the device's models."""
-    import os
-
     from ..util import pipeline_gpu
 
     if n_process > 1 and pipeline_gpu() >= 0:
@@ -26,10 +33,7 @@ def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
 
         msg.warn(f"--n-process {n_process}: the pipeline runs on GPU {pipeline_gpu()}, in one process: using 1")
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     limit = max(1, min(cpus, n_items if n_items else cpus))
     if n_process > limit:
         from wasabi import msg
