@@ -1,6 +1,7 @@
 """ml/finetuned.py: the member of the full-paper mixture that fine-tunes the
 top layers of all-MiniLM-L6-v2 (installed package, offline) at initialize."""
 import gc
+import json
 import weakref
 
 import numpy
@@ -313,3 +314,9 @@ def test_the_member_is_stored_whole_and_loads_without_its_base_model(tmp_path, m
         FinetunedShim().from_bytes(srsly.msgpack_dumps({**saved, "weights": bytes(tampered)}))
     with pytest.raises(RhetoricError, match="retrain"):
         FinetunedShim().from_bytes(srsly.msgpack_dumps(legacy))
+    # a stored config that asks for code of its own is refused, nothing of it run
+    config = json.loads(saved["config"])
+    config["auto_map"] = {"AutoConfig": "configuration_evil.EvilConfig", "AutoModel": "modeling_evil.EvilModel"}
+    del config["model_type"]  # (with a model type transformers knows, its own classes are used and no code is asked for)
+    with pytest.raises(RhetoricError, match="never runs code"):
+        FinetunedShim().from_bytes(srsly.msgpack_dumps({**saved, "config": json.dumps(config)}))

@@ -33,10 +33,12 @@ class FinetunedEncoder:
             from transformers import AutoModel, AutoTokenizer
 
             from ..util import resolve_hf_model
+            from .hf_safe import no_remote_code
 
             path = resolve_hf_model(model_name)
-            parts = (AutoModel.from_pretrained(path, trust_remote_code=False),
-                     AutoTokenizer.from_pretrained(path, trust_remote_code=False))
+            with no_remote_code(path):
+                parts = (AutoModel.from_pretrained(path, trust_remote_code=False),
+                         AutoTokenizer.from_pretrained(path, trust_remote_code=False))
         self.model_name = str(model_name)
         self.encoder, self.tokenizer = parts
         layers = self.encoder.encoder.layer

@@ -28,6 +28,7 @@ from typing import Any, Dict
 
 from ..errors import RhetoricError
 from .finetuned_encoder import FinetunedEncoder
+from .hf_safe import no_remote_code
 
 STORE_FORMAT = 2
 PREFIXES = ("encoder.", "head.", "vector_head.")
@@ -75,9 +76,10 @@ def _base_parts(msg: Dict[str, Any]):
         Path(tmp, "config.json").write_text(msg["config"], encoding="utf8")
         for name, data in files.items():
             Path(tmp, name).write_bytes(bytes(data))
-        config = AutoConfig.from_pretrained(tmp, local_files_only=True, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True, trust_remote_code=False)
-    return AutoModel.from_config(config, trust_remote_code=False), tokenizer
+        with no_remote_code("the fine-tuned member's stored encoder"):
+            config = AutoConfig.from_pretrained(tmp, local_files_only=True, trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True, trust_remote_code=False)
+            return AutoModel.from_config(config, trust_remote_code=False), tokenizer
 
 
 def encoder_from_state(msg: Dict[str, Any], cfg: Dict[str, Any]) -> FinetunedEncoder:
