@@ -113,3 +113,52 @@ def test_folds_option_checks_names_before_reading_data(tmp_path, argv, message):
     done = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "no-data"), *argv],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 2 and message in done.stderr
+
+
+def labelled_papers():
+    """Four papers in two folds; each sentence's gold coarse label (and acceptable labels) set."""
+    from spacy_rhetoric.extensions import GOLD_LABELS, set_span_values
+
+    nlp = spacy.blank("en")
+    labels = ["background", "method", "result"]
+    docs = []
+    for d in range(4):
+        doc = doc_from_sentences(nlp, [f"Paper {d} writes a long {label} sentence here." for label in labels],
+                                 labels=labels)
+        set_span_values(doc, GOLD_LABELS, list(doc.sents), [[label] for label in labels])
+        set_doc_value(doc, "fold", f"train{d % 2 + 1}")
+        docs.append(doc)
+    return docs
+
+
+def test_cv_scores_train_on_the_other_folds_and_score_each_fold():
+    from spacy_rhetoric.evaluation.fullpaper import sentence_rows
+
+    docs = labelled_papers()
+    rows = sentence_rows(docs)
+    seen = {}
+
+    def predict(fold, train, test, test_docs):
+        seen[fold] = ({r["doc"] for r in train}, {r["doc"] for r in test}, test_docs)
+        return [r["label"] if fold == "train1" else "background" for r in test]
+
+    result = cv.cv_scores(docs, rows, FOLDS, predict)
+    assert seen["train1"] == ({1, 3}, {0, 2}, [0, 2]) and seen["train2"] == ({0, 2}, {1, 3}, [1, 3])
+    assert result["folds"]["train1"]["single_acc"] == 1.0
+    assert result["folds"]["train2"]["single_acc"] == pytest.approx(1 / 3)
+    assert result["mean"]["single_acc"] == pytest.approx(2 / 3)
+
+
+def test_a_report_holds_date_command_and_seconds_and_is_written_whole(tmp_path):
+    import json
+    import time
+
+    from spacy_rhetoric.evaluation.report import new_report, write_report
+
+    report = new_report(time.time() - 2.4, ["bench.py", "--out", "x.json"], rows={"a": 1})
+    assert report["command"] == "bench.py --out x.json" and report["seconds"] == 2 and report["rows"] == {"a": 1}
+    assert len(report["date"]) == 10
+    write_report(None, report)  # no --out: nothing written
+    out = tmp_path / "results" / "run.json"
+    write_report(out, report)
+    assert json.loads(out.read_text(encoding="utf8")) == report and list(out.parent.iterdir()) == [out]
