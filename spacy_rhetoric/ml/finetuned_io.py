@@ -15,8 +15,8 @@ The stored state (``STORE_FORMAT`` 2), beside the member's settings:
 On load the config and the tokenizer files are written to a temporary
 directory and read back with ``local_files_only`` and
 ``trust_remote_code=False`` (no code from the pipeline runs); the model is
-built from the config (``AutoModel.from_config``) and the weights are put in
-with a strict ``load_state_dict``. Pipelines saved before this format kept
+built from the config (``AutoModel.from_config``, no weights drawn) and the
+weights are put in with a strict ``load_state_dict``. Pipelines saved before this format kept
 only the top layers (``tensors``) and rebuild the rest from the installed
 base model (:func:`legacy_encoder`); without it they say to install it or
 retrain.
@@ -68,6 +68,7 @@ def _base_parts(msg: Dict[str, Any]):
     """The encoder (random weights) and the tokenizer, from the stored config
     and tokenizer files, local files only and no remote code."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.modeling_utils import no_init_weights
 
     files = dict(msg.get("tokenizer") or {})
     if not files or any(Path(name).name != name or name in ("", ".", "..") for name in files):
@@ -79,7 +80,8 @@ def _base_parts(msg: Dict[str, Any]):
         with no_remote_code("the fine-tuned member's stored encoder"):
             config = AutoConfig.from_pretrained(tmp, local_files_only=True, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True, trust_remote_code=False)
-            return AutoModel.from_config(config, trust_remote_code=False), tokenizer
+            with no_init_weights():  # every weight is put in from the stored ones (strict), none drawn first
+                return AutoModel.from_config(config, trust_remote_code=False), tokenizer
 
 
 def encoder_from_state(msg: Dict[str, Any], cfg: Dict[str, Any]) -> FinetunedEncoder:
