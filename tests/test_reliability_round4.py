@@ -303,3 +303,77 @@ def test_guard_keeps_tracebacks_of_other_errors(encoder_pipeline, tmp_path):
     with pytest.raises(ImportError) as err:
         spacy_rhetoric.util.load_parser(str(pipeline))
     assert loading_pipeline(err.value)
+
+
+# -- papers in Chinese and Japanese ------------------------------------------------------------------------
+
+ZH_PAPER = "标题\n\n摘要\n\n本文提出了一种新方法。结果很好。\n\n1 引言\n\n近年来进展很大。"
+
+
+def _sentences(doc):
+    from spacy_rhetoric import extensions as ext
+
+    return [(s.text, ext.get_span_value(s, ext.HEADING)) for s in doc.sents]
+
+
+def test_chinese_text_is_segmented_by_its_own_full_stops(tmp_path):
+    import spacy
+
+    from spacy_rhetoric.readers.papers import read_paper
+
+    path = tmp_path / "zh.txt"
+    path.write_text(ZH_PAPER, encoding="utf8")
+    doc = read_paper(path, spacy.blank("en"))
+    assert _sentences(doc) == [("标题", None), ("本文提出了一种新方法。", "Abstract"), ("结果很好。", "Abstract"),
+                               ("近年来进展很大。", "1 引言")]
+    # nothing lost: every paragraph that is not a heading is in the Doc
+    for paragraph in ("标题", "本文提出了一种新方法。结果很好。", "近年来进展很大。"):
+        assert paragraph in doc.text
+
+
+def test_cjk_lines_are_never_headings_for_having_no_case():
+    from spacy_rhetoric.readers.text import detect_heading
+
+    assert detect_heading("本文提出了一种新方法。结果很好。") is None
+    assert detect_heading("近年来进展很大") is None
+    assert detect_heading("1 引言") == "1 引言" and detect_heading("参考文献") == "参考文献"
+    assert detect_heading("MATERIALS AND METHODS") == "MATERIALS AND METHODS"
+    assert detect_heading("2.1 Results") == "2.1 Results" and detect_heading("2.1 results are good") is None
+
+
+def test_japanese_quotes_and_wrapped_lines(tmp_path):
+    import spacy
+
+    from spacy_rhetoric.readers.papers import read_paper
+
+    path = tmp_path / "ja.txt"
+    path.write_text("要旨\n\n本稿では新しい手法を\n提案する！結果は良い？「はい。」\n\n参考文献\n\n山田 2020。",
+                    encoding="utf8")
+    doc = read_paper(path, spacy.blank("en"))
+    assert _sentences(doc) == [("本稿では新しい手法を提案する！", "Abstract"), ("結果は良い？", "Abstract"),
+                               ("「はい。」", "Abstract")]
+
+
+def test_mixed_and_latin_text_split_as_before(tmp_path):
+    import spacy
+
+    from spacy_rhetoric.readers.papers import read_paper
+
+    path = tmp_path / "mixed.txt"
+    path.write_text("1 Introduction\n\nWe use BERT. 我们提出一种方法。Then we test it! Es funktioniert gut.\n",
+                    encoding="utf8")
+    doc = read_paper(path, spacy.blank("en"))
+    assert [s for s, _ in _sentences(doc)] == ["We use BERT.", "我们提出一种方法。", "Then we test it!",
+                                               "Es funktioniert gut."]
+
+
+def test_cjk_in_tei_paragraphs(tmp_path):
+    import spacy
+
+    from spacy_rhetoric.readers.papers import read_paper
+
+    path = tmp_path / "zh.tei.xml"
+    path.write_text('<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>T</title>'
+                    '</titleStmt></fileDesc></teiHeader><text><body><div><head>引言</head>'
+                    '<p>本文提出了一种新方法。结果很好。</p></div></body></text></TEI>', encoding="utf8")
+    assert [s for s, _ in _sentences(read_paper(path, spacy.blank("en")))] == ["本文提出了一种新方法。", "结果很好。"]

@@ -8,7 +8,8 @@
 * :func:`labelled_sentence_docs` turns Docs into one Doc per labelled
   sentence (the sentence-level unit of training and evaluation);
   :func:`sentence_splitters` names the components to skip on Docs whose
-  boundaries are preset.
+  boundaries are preset; :func:`split_cjk` cuts Chinese and Japanese text
+  after its own full stops (``。！？``).
 * :class:`ReadStats` counts records read, records/docs written and records
   skipped (with reasons) and prints a one-line summary, so that
   ``records read == records used + records skipped`` always holds and nothing
@@ -19,6 +20,7 @@ warn once in the summary) or ``errors="raise"`` (stop with a
 :class:`ReaderError` naming file, line and field).
 """
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
@@ -361,3 +363,55 @@ def sentence_splitters(nlp: Language) -> List[str]:
     """Names of ``nlp``'s components made by a sentence-splitting factory, to
     disable (``nlp.select_pipes``) on Docs whose sentence boundaries are preset."""
     return [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory in SENTENCE_SPLITTERS]
+
+
+# CJK sentence ends (ideographic full stop, full-width ! and ?, halfwidth 。), with the closing
+# quotes and brackets that follow them.
+_CJK_CLOSE = "[\u300d\u300f\u201d\u2019\uff09\u300b\u3009\u3011\"')]"
+_CJK_END = re.compile(f"[\u3002\uff01\uff1f\uff61]+{_CJK_CLOSE}*")
+_CJK_CLOSING = re.compile(f"{_CJK_CLOSE}+")
+
+_CJK_OPEN = re.compile(r"[\u300c\u300e\u201c\u2018\uff08\u300a\u3008\u3010\"'(]+")
+
+
+def split_cjk(doc: Doc) -> Tuple[Doc, List[int]]:
+    """``doc`` with every CJK sentence end (:data:`_CJK_END`) a token of its
+    own (same text), and the tokens that start a sentence after one; ``doc``
+    itself and no starts when its text has none. A tokenizer that splits on
+    spaces leaves "新方法。结果很好" in one token; the sentences of such text
+    are its full stops'."""
+    if not _CJK_END.search(doc.text):
+        return doc, []
+    words: List[str] = []
+    spaces: List[bool] = []
+    ends: List[bool] = []
+    for token in doc:
+        pieces: List[Tuple[str, bool]] = []
+        pos = 0
+        for match in _CJK_END.finditer(token.text):
+            if match.start() > pos:
+                pieces.append((token.text[pos:match.start()], False))
+            pieces.append((match.group(), True))
+            pos = match.end()
+        if pos < len(token.text) or not pieces:
+            pieces.append((token.text[pos:], False))
+        for k, (piece, end) in enumerate(pieces):
+            words.append(piece)
+            spaces.append(bool(token.whitespace_) if k == len(pieces) - 1 else False)
+            ends.append(end)
+    for i in range(len(words) - 2, -1, -1):  # an opening quote or bracket stays with what it opens
+        if _CJK_OPEN.fullmatch(words[i]) and not spaces[i] and not ends[i + 1]:
+            words[i:i + 2] = [words[i] + words[i + 1]]
+            spaces[i:i + 2] = [spaces[i + 1]]
+            ends[i:i + 2] = [False]
+    starts = []
+    after_end = False
+    for i, word in enumerate(words):
+        if after_end and not word.isspace() and not _CJK_CLOSING.fullmatch(word):
+            starts.append(i)
+            after_end = False
+        if ends[i]:
+            after_end = True
+    if len(words) == len(doc) and not starts:
+        return doc, []
+    return Doc(doc.vocab, words=words, spaces=spaces), starts

@@ -14,7 +14,9 @@ spans and, where the source has them (GROBID ``<s>``), gold sentence spans.
   trained ``senter`` of ``en_core_web_sm``) fills in the rest, never
   starting a sentence inside a citation span or after an abbreviation such
   as "Fig." or "et al." (:data:`ABBREVIATIONS`). ``doc.sents`` works without a
-  parser. A sentence longer than :data:`MAX_SENTENCE_TOKENS` tokens (a
+  parser. Chinese and Japanese text, whose sentences are not followed by a
+  space, is cut after its own full stops (``。！？``, :func:`split_cjk`),
+  whatever the pipeline's tokenizer leaves in one token. A sentence longer than :data:`MAX_SENTENCE_TOKENS` tokens (a
   paragraph without punctuation) is cut into sentences of at most that many
   (:func:`bound_sentences`), so no model sees an unbounded sentence; the
   Doc's text stays the paper's;
@@ -44,7 +46,7 @@ from ..errors import RhetoricError
 from ..io import path_text
 from ..long_docs import make_doc
 from .budget import check_budget
-from .common import ReaderError
+from .common import ReaderError, split_cjk
 
 ABSTRACT = "Abstract"
 CITATIONS_KEY = "citations"  # doc.spans key of the citation spans
@@ -363,6 +365,7 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
         pdoc = make_doc(nlp, para.text)  # any length (long_docs)
         if not len(pdoc) or not para.text.strip():
             continue
+        pdoc, cjk_starts = split_cjk(pdoc)
         offset = len(words)
         local: List[Optional[bool]] = [None] * len(pdoc)
         if para.sentences:
@@ -379,6 +382,9 @@ def paper_doc(nlp: Language, paper: Paper, *, splitter: str = "sentencizer") -> 
             for i in range(span.start + 1, span.end):
                 if local[i] is None:
                     local[i] = False
+        for i in cjk_starts:
+            if local[i] is None:
+                local[i] = True
         local[0] = True
         for token in pdoc:
             words.append(token.text)

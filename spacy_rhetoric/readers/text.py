@@ -6,14 +6,18 @@ UTF-16 / UTF-32 by their byte-order mark, else UTF-8 (a BOM allowed), and
 every line end (CRLF, a lone CR of old Mac files) as ``\n``.
 
 Paragraphs are blocks separated by blank lines; the lines of a block are
-joined with spaces. A line is a heading when it is
+joined with spaces (without one between two lines of Chinese or Japanese,
+which have none). A line is a heading when it is
 
 * a Markdown heading (``## 2.1 Results``; the ``#`` marks are dropped),
 * a numbered heading: ``2``, ``2.1``, ``2.1.`` or a Roman ``IV.`` followed by
   at most 12 words starting with a capital and not ending in a full stop
   ("2.1 Results", "IV. EXPERIMENTS"),
-* a short line of capitals (at most 8 words, "MATERIALS AND METHODS"), or
-  a usual section name alone ("Abstract", "Related work", "Conclusions"),
+* a short line of capitals (at most 8 words, "MATERIALS AND METHODS"; only
+  letters that have a case count: a line of Chinese or Japanese is never a
+  heading for having no lower case), or
+* a usual section name alone ("Abstract", "Related work", "Conclusions";
+  "摘要", "引言", "参考文献", ...),
 
 and it stands on its own line (a heading on the first line of a block starts
 the block; the rest is a paragraph). A level-1 Markdown heading as the first
@@ -40,6 +44,24 @@ _NAMED = re.compile(
     re.IGNORECASE,
 )
 _END = re.compile(r"^(references|bibliography)$", re.IGNORECASE)
+# Section names of Chinese and Japanese papers -> the English name the rules above use.
+_CJK_NAMES = {
+    "摘要": "abstract", "概要": "abstract", "要旨": "abstract", "内容提要": "abstract",
+    "引言": "introduction", "前言": "introduction", "绪论": "introduction", "緒論": "introduction",
+    "はじめに": "introduction", "序論": "introduction", "相关工作": "related work", "関連研究": "related work",
+    "方法": "methods", "研究方法": "methods", "手法": "methods", "实验": "experiments", "実験": "experiments",
+    "结果": "results", "実験結果": "results", "讨论": "discussion", "考察": "discussion",
+    "结论": "conclusions", "結論": "conclusions", "总结": "conclusions", "おわりに": "conclusions",
+    "致谢": "acknowledgements", "謝辞": "acknowledgements", "参考文献": "references", "附录": "appendix",
+    "付録": "appendix",
+}
+_CJK_SENTENCE_END = ("。", "，", "；", "：", "！", "？", "、")
+_CJK_TEXT = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def _uncased(char: str) -> bool:
+    """A letter without upper and lower case (Chinese, Japanese, Arabic, ...)."""
+    return char.isalpha() and char.lower() == char.upper()
 
 
 def detect_heading(line: str) -> Optional[str]:
@@ -53,14 +75,16 @@ def detect_heading(line: str) -> Optional[str]:
     match = _NUMBERED.match(line)
     if match:
         words = match.group(2).split()
-        if len(words) <= 12 and words[0][:1].isupper() and not line.endswith((".", ",", ";", ":")):
+        first = words[0][:1]
+        if (len(words) <= 12 and (first.isupper() or (_uncased(first) and len(match.group(2)) <= 30))
+                and not line.endswith((".", ",", ";", ":") + _CJK_SENTENCE_END)):
             return norm_space(line)
         return None
-    if _NAMED.match(line):
-        return norm_space(line.rstrip(":"))
+    if _NAMED.match(line) or line.rstrip(":：") in _CJK_NAMES:
+        return norm_space(line.rstrip(":："))
     letters = [c for c in line if c.isalpha()]
-    if (len(letters) >= 3 and line.upper() == line and len(line.split()) <= 8
-            and not line.endswith((".", ","))):
+    if (len(letters) >= 3 and not any(_uncased(c) for c in letters) and line.upper() == line
+            and len(line.split()) <= 8 and not line.endswith((".", ","))):
         return norm_space(line)
     return None
 
@@ -68,7 +92,20 @@ def detect_heading(line: str) -> Optional[str]:
 def _heading_name(heading: str) -> str:
     """Heading without its number, lower-cased ("2 Related Work" -> "related work")."""
     match = _NUMBERED.match(heading)
-    return (match.group(2) if match else heading).strip().lower()
+    name = (match.group(2) if match else heading).strip().lower()
+    return _CJK_NAMES.get(name, name)
+
+
+def _join_lines(lines: List[str]) -> str:
+    """The lines of a block as one paragraph: a space between two lines,
+    none between two lines of Chinese or Japanese text."""
+    text = ""
+    for line in lines:
+        line = line.strip()
+        if text and not (_CJK_TEXT.match(text[-1]) and _CJK_TEXT.match(line[:1] or " ")):
+            text += " "
+        text += line
+    return text
 
 
 # UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's.
@@ -137,7 +174,7 @@ def parse_text(path: Path) -> Paper:
                 if heading != ABSTRACT:
                     headings.append(heading)
             lines = lines[1:]
-        body = norm_space(" ".join(lines))
+        body = norm_space(_join_lines(lines))
         if body:
             paragraphs.append(Paragraph(text=body, heading=heading))
     return Paper(doc_id=doc_id_from_path(path), title=title, paragraphs=paragraphs, headings=headings)
