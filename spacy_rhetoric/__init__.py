@@ -5,6 +5,7 @@ components, architectures, scorers and readers through entry points, so
 ``spacy.load`` works without importing this package first.
 """
 from .about import __version__
+from .colors import LABEL_COLORS, displacy_options
 from .extensions import (
     get_sent_labels,
     install_docbin_hook,
@@ -22,6 +23,8 @@ install_fork_hook()
 
 __all__ = [
     "__version__",
+    "LABEL_COLORS",
+    "displacy_options",
     "install_extensions",
     "restore_vector_hooks",
     "set_sent_labels",

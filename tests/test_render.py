@@ -296,3 +296,22 @@ def test_render_shows_the_papers_own_headings_with_their_category(nlp):
     assert re.findall(r"<h2>([^<]*) <small", page) == [
         "1 Introduction", "2.1 Node Types", "2.2 Edge Types", "3 Extracting Metadata"]
     assert '<small class="rh-cat">[unknown]</small>' in page
+
+
+def test_displacy_gets_a_colour_per_label():
+    """displaCy's span view draws each label in its own colour with the
+    exported options (without them every label is the same grey)."""
+    import spacy
+    from spacy import displacy
+
+    from spacy_rhetoric import LABEL_COLORS, displacy_options
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    nlp = spacy.blank("en")
+    doc = doc_from_sentences(nlp, ["Parsing is old.", "We propose a parser."])
+    doc.spans["rhetoric"] = [doc.char_span(0, 15, label="background"), doc.char_span(16, 36, label="objective")]
+    html = displacy.render(doc, style="span", options=displacy_options(), jupyter=False)
+    assert LABEL_COLORS["background"] in html and LABEL_COLORS["objective"] in html
+    assert len({LABEL_COLORS[k] for k in ("background", "objective", "method", "result")}) == 4
+    assert {"OWN", "CTR", "BAS", "Bac", "Background", "introduction"} <= set(LABEL_COLORS)
+    assert displacy_options("sections", {"x": "#000000"})["colors"]["x"] == "#000000"

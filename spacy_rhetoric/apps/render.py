@@ -28,20 +28,10 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 from spacy.tokens import Doc
 
 from .. import extensions as ext
+from ..colors import COARSE_COLORS, NO_LABEL, label_colors
 from .records import doc_records
 
-DEFAULT_COLORS = {
-    "background": "#a6cee3",
-    "objective": "#fdbf6f",
-    "method": "#b2df8a",
-    "result": "#fb9a99",
-    "other": "#d9d9d9",
-}
-# Further labels (fine functions, other label sets) take these in order of appearance.
-PALETTE = ("#cab2d6", "#ffff99", "#8dd3c7", "#bebada", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
-           "#bc80bd", "#ccebc5", "#ffed6f", "#1f78b4", "#33a02c", "#e31a1c", "#ff7f00", "#6a3d9a")
-NO_LABEL = "unlabelled"
-NO_LABEL_COLOR = "#ffffff"
+DEFAULT_COLORS = COARSE_COLORS
 
 CSS = """
 body{font:16px/1.55 Georgia,'Times New Roman',serif;margin:0;color:#222;background:#fafafa}
@@ -95,17 +85,6 @@ document.querySelectorAll('.rh-legend-item').forEach(function(item){
 document.body.setAttribute('data-rh-ready','1');
 })();
 """
-
-
-def label_colors(labels: Iterable[str], colors: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """A colour per label: ``colors`` first, then DEFAULT_COLORS, then PALETTE."""
-    out: Dict[str, str] = {}
-    given = dict(DEFAULT_COLORS, **(colors or {}))
-    spare = iter(PALETTE * 8)
-    for label in labels:
-        if label not in out:
-            out[label] = NO_LABEL_COLOR if label == NO_LABEL else given.get(label) or next(spare)
-    return out
 
 
 def sentence_records(doc: Doc, *, spans_key: str = ext.SPANS_KEY) -> List[Dict[str, Any]]:
