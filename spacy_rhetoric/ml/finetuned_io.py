@@ -97,19 +97,26 @@ def encoder_from_state(msg: Dict[str, Any], cfg: Dict[str, Any]) -> FinetunedEnc
     if unknown:
         raise RhetoricError(f"the fine-tuned member's stored weights hold unknown tensors: {unknown[:3]}")
     encoder, tokenizer = _base_parts(msg)
+    _put(encoder, "encoder.", tensors, assign=True)  # on the CPU: the stored tensors become its weights, no copy
     runtime = FinetunedEncoder(cfg["model_name"], cfg["frozen_layers"], cfg["n_context"], len(cfg["classes"]),
                                cfg["max_length"], cfg.get("vector_width", 0), cfg.get("vector_pooling", "pair"),
                                parts=(encoder, tokenizer))
     for prefix, module in _modules(runtime).items():
-        own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-        try:
-            module.load_state_dict(own, strict=True)
-        except RuntimeError as err:
-            raise RhetoricError(f"the fine-tuned member's stored weights do not fit its model ({prefix[:-1]}): "
-                                f"{str(err).splitlines()[0]}") from None
+        if prefix != "encoder.":
+            _put(module, prefix, tensors)
     if set(tensors) - {p + k for p, m in _modules(runtime).items() for k in m.state_dict()}:
         raise RhetoricError("the fine-tuned member's stored weights hold a vector head its settings do not have")
     return runtime
+
+
+def _put(module, prefix: str, tensors: Dict[str, Any], assign: bool = False) -> None:
+    """The stored ``tensors`` named ``prefix...`` into ``module`` (strict)."""
+    own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+    try:
+        module.load_state_dict(own, strict=True, assign=assign)
+    except RuntimeError as err:
+        raise RhetoricError(f"the fine-tuned member's stored weights do not fit its model ({prefix[:-1]}): "
+                            f"{str(err).splitlines()[0]}") from None
 
 
 def top_tensors(runtime: FinetunedEncoder) -> bytes:
