@@ -15,6 +15,7 @@ from .extensions import (
     set_sent_sections,
 )
 from .long_docs import process_long_text
+from .readers.papers import read_paper, read_papers
 from .util import install_fork_hook, load_parser, resolve_hf_model, resolve_pipeline_name
 
 install_extensions()
@@ -32,6 +33,8 @@ __all__ = [
     "get_sent_labels",
     "load_parser",
     "process_long_text",
+    "read_paper",
+    "read_papers",
     "resolve_hf_model",
     "resolve_pipeline_name",
 ]

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "spacy_rhetoric"
 
 # lowest first; a key is a root module or a subpackage of spacy_rhetoric
 LAYERS = [
-    ("core", {"__init__", "about", "errors", "io", "util", "resources", "extensions", "long_docs",
+    ("core", {"about", "errors", "io", "util", "resources", "extensions", "long_docs",
               "section_headings", "linear_models", "colors", "meta"}),
     ("readers", {"readers"}),
     ("models", {"ml", "losses", "citret"}),
@@ -21,6 +21,8 @@ LAYERS = [
     ("jobs", {"jobs"}),
     ("apps", {"apps", "search", "corpus_builder"}),
     ("cli", {"cli", "__main__"}),
+    # the package's public names (spacy_rhetoric.read_paper, ...) re-export every layer's
+    ("api", {"__init__"}),
 ]
 LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 LAYER_NAMES = [name for name, _ in LAYERS]
