@@ -1,5 +1,6 @@
 """Every field: does a classifier tell a paper's own work from background in
-chemistry (ART / CoreSC) as in materials science (MuLMS-AZ)?
+chemistry (ART / CoreSC) and computational linguistics (AZ-CL) as in
+materials science (MuLMS-AZ)?
 
 Corpora (full papers with expert sentence labels, sections from the default
 ``rhetoric_section_tagger``):
@@ -8,7 +9,15 @@ Corpora (full papers with expert sentence labels, sections from the default
   CC BY-NC): 5 document-disjoint folds of the paper ids,
   ``readers.splits.kfold_doc_ids(ids, n_folds=5, seed=0)`` (``ART_SEED``);
 * MuLMS-AZ (``readers.mulms``; 36 materials-science papers): its own folds
-  ``train1``..``train5``.
+  ``train1``..``train5``;
+* AZ-CL (``readers.az``; 50 computational-linguistics papers, Teufel's
+  Argumentative Zoning, CC BY-SA 3.0): 5 document-disjoint folds of the paper
+  ids, ``readers.az.az_folds(docs, n_folds=5, seed=0)`` (``AZ_FOLDS``,
+  ``AZ_SEED``; the folds ``run_fullpaper_cv.sh`` with ``AZ=1`` holds out).
+  OWN accepts method or result, AIM objective, BKG/OTH/CTR/BAS background;
+  TXT is not scored. Its rows also give, pooled over the folds, the shares
+  AIM -> objective, others' work -> background, OWN -> background (``zone_shares``).
+``--corpora``: only these corpora (and those their cross-field rows train on).
 
 Rows, all in one run, each scored per fold of the corpus it is scored on
 and averaged (``spacy_rhetoric.evaluation.fullpaper``: lenient, single
@@ -24,14 +33,17 @@ each trained
 
 * **in field**: on the other folds of the same corpus (cross-validation);
 * **cross field**: without the corpus scored: CSAbstruct train (computer
-  science abstracts, heading "Abstract") + the other corpus (the data a
-  pipeline trained on CSAbstruct + MuLMS-AZ has seen, when scored on ART);
-  one model, scored on every fold;
+  science abstracts, heading "Abstract") + the other corpus (``CROSS_FIELD``:
+  MuLMS-AZ for ART and AZ-CL -- the data a pipeline trained on CSAbstruct +
+  MuLMS-AZ has seen --, ART for MuLMS-AZ); one model, scored on every fold;
 * **all fields** (``--all-fields``): the other folds + the other corpus +
   CSAbstruct train;
 
 and ``--pipeline PATH``: a trained pipeline as it is (e.g. ``.demo/pipeline``),
-scored on ART (its sections from its own tagger); ``--cv-dir DIR``: the
+scored on every corpus read (its sections from its own tagger);
+``--az-cv-dir DIR``: the full-paper classifier trained per fold by
+``AZ=1 run_fullpaper_cv.sh`` (fold ``trainK``'s model never saw AZ-CL fold
+``foldK``), scored on its held-out AZ-CL papers (``--folds``: only those); ``--cv-dir DIR``: the
 full-paper classifier trained on every field per fold by
 ``CORESC=1 run_fullpaper_cv.sh`` (fold ``trainK``'s model never saw ART fold
 ``foldK``), scored on its held-out ART papers, with its sentence vectors
@@ -77,7 +89,12 @@ from bench_fullpaper import (
 from spacy_rhetoric.evaluation.fullpaper import mean_of, score, sentence_rows
 
 ART_FOLDS, ART_SEED = 5, 0
-CORPORA = ("ART", "MuLMS-AZ")
+AZ_FOLDS, AZ_SEED = 5, 0
+CORPORA = ("ART", "MuLMS-AZ", "AZ-CL")
+CROSS_FIELD = {"ART": "MuLMS-AZ", "MuLMS-AZ": "ART", "AZ-CL": "MuLMS-AZ"}  # the corpus a cross-field row adds
+# AZ zones -> the prediction whose share the AZ-CL rows report
+ZONE_SHARES = {"AIM->objective": (("AIM",), "objective"), "others->background": (("BKG", "OTH", "CTR", "BAS"), "background"),
+               "OWN->background": (("OWN",), "background")}
 LOGREG = "TF-IDF + heading + position + neighbours LogReg"
 
 
@@ -87,6 +104,65 @@ def art_fold_names(docs) -> List[str]:
     from spacy_rhetoric.readers.coresc import coresc_folds
 
     return coresc_folds(docs, n_folds=ART_FOLDS, seed=ART_SEED)
+
+
+def az_fold_names(docs) -> List[str]:
+    """Each AZ-CL paper's fold (``fold1``..``fold5``): ``readers.az.az_folds``, seeded here."""
+    from spacy_rhetoric.readers.az import az_folds
+
+    return az_folds(docs, n_folds=AZ_FOLDS, seed=AZ_SEED)
+
+
+def zone_shares(rows: List[Dict], preds: List[Optional[str]]) -> Dict[str, Dict]:
+    """Among the rows ``score`` scores (with a coarse gold label, full sentences) of each zone group of
+    ``ZONE_SHARES``, the count and the share predicted as its label; {} without AZ zones."""
+    from spacy_rhetoric.evaluation.fullpaper import is_full_sentence
+
+    out = {}  # name -> {n, share}
+    for name, (zones, label) in ZONE_SHARES.items():
+        found = [p for r, p in zip(rows, preds) if r["fine"] in zones and r["gold"] and is_full_sentence(r["text"])]
+        if found:
+            out[name] = {"n": len(found), "share": sum(p == label for p in found) / len(found)}
+    return out
+
+
+def score_rows(rows: List[Dict], preds: List[Optional[str]]) -> Dict:
+    """``evaluation.fullpaper.score``, with the zone shares of AZ-CL rows."""
+    out = score(rows, preds)
+    if rows and rows[0].get("corpus") == "AZ-CL":
+        out["zones"] = zone_shares(rows, preds)
+    return out
+
+
+def pooled_zones(folds: Dict[str, Dict]) -> Dict[str, Dict]:
+    """The zone shares of the folds, pooled over their sentences."""
+    out: Dict[str, Dict] = {}
+    for f in folds.values():
+        for name, z in f.get("zones", {}).items():
+            acc = out.setdefault(name, {"n": 0, "hits": 0.0})
+            acc["n"] += z["n"]
+            acc["hits"] += z["share"] * z["n"]
+    return {k: {"n": v["n"], "share": v["hits"] / v["n"]} for k, v in out.items()}
+
+
+def az_cv_rows(cv_dir: Path, docs, rows: List[Dict], only: Optional[List[str]] = None) -> Dict[str, Dict]:
+    """The per-fold models of ``run_fullpaper_cv.sh`` with ``AZ=1`` (``<cv_dir>/trainK/model/model-last``,
+    trained without AZ-CL fold ``foldK``), each scored on its held-out AZ-CL papers; ``only``: these folds."""
+    import spacy
+
+    folds = az_fold_names(docs)
+    out = {}
+    for fold in sorted(set(folds) & set(only or folds)):
+        path = cv_dir / f"train{fold[len('fold'):]}" / "model" / "model-last"
+        if not path.exists():
+            raise SystemExit(f"--az-cv-dir: no model for AZ-CL {fold} at {path} (run_fullpaper_cv.sh with AZ=1)")
+        index = [i for i, f in enumerate(folds) if f == fold]
+        preds = [p for doc_preds in pipeline_predictions(spacy.load(path), [docs[i] for i in index]) for p in doc_preds]
+        test = [r for r in rows if r["fold"] == fold]
+        if len(preds) != len(test):
+            raise SystemExit(f"--az-cv-dir: {len(preds)} predictions for {len(test)} rows of {fold}")
+        out[fold] = score_rows(test, preds)
+    return out
 
 
 def cv_model_rows(cv_dir: Path, docs, rows: List[Dict], members: Optional[Dict[str, Dict]] = None,
@@ -212,21 +288,32 @@ def raw_concept_vectors(fold_vectors: Dict[str, Dict[str, List]], docs) -> Dict[
     return out
 
 
-def load(data: Path):
-    """(docs, rows) per corpus, and the CSAbstruct train rows."""
+def load(data: Path, names=CORPORA):
+    """(docs, rows) per corpus of ``names`` and of their cross-field corpora, and the CSAbstruct train rows."""
     import spacy
 
     from spacy_rhetoric.readers.coresc import read_coresc
-    from spacy_rhetoric.readers.section_labels import csabstruct_docs, mulms_docs
+    from spacy_rhetoric.readers.fullpaper_corpus import az_docs, csabstruct_docs, mulms_docs
 
     nlp = spacy.blank("en")
     tagger = spacy.blank("en").add_pipe("rhetoric_section_tagger")
-    art = [tagger(d) for d in read_coresc(data / "coresc-art", nlp)]
-    mulms = mulms_docs(data / "mulms-az" / "train.jsonl", nlp, tagger)
-    corpora = {"ART": (art, sentence_rows(art)), "MuLMS-AZ": (mulms, sentence_rows(mulms))}
-    folds = art_fold_names(art)
-    for row in corpora["ART"][1]:
-        row["fold"] = folds[row["doc"]]
+    wanted = set(names) | {CROSS_FIELD[n] for n in names}
+    readers = {"ART": lambda: [tagger(d) for d in read_coresc(data / "coresc-art", nlp)],
+               "MuLMS-AZ": lambda: mulms_docs(data / "mulms-az" / "train.jsonl", nlp, tagger),
+               "AZ-CL": lambda: az_docs(data / "az-cl", nlp, tagger)}
+    fold_names = {"ART": art_fold_names, "AZ-CL": az_fold_names}
+    corpora = {}
+    for name in CORPORA:
+        if name not in wanted:
+            continue
+        docs = readers[name]()
+        rows = sentence_rows(docs)
+        folds = fold_names[name](docs) if name in fold_names else None
+        for row in rows:
+            row["corpus"] = name
+            if folds is not None:
+                row["fold"] = folds[row["doc"]]
+        corpora[name] = (docs, rows)
     abstracts = sentence_rows(csabstruct_docs(data / "csabstruct" / "train.jsonl", nlp))
     return corpora, abstracts
 
@@ -252,7 +339,7 @@ def scored_folds(rows: List[Dict], preds: List[str]) -> Dict[str, Dict]:
     out = {}
     for fold in folds_of(rows):
         pairs = [(r, p) for r, p in zip(rows, preds) if r["fold"] == fold]
-        out[fold] = score([r for r, _ in pairs], [p for _, p in pairs])
+        out[fold] = score_rows([r for r, _ in pairs], [p for _, p in pairs])
     return out
 
 
@@ -262,19 +349,23 @@ def in_field(rows: List[Dict], predict: Predict, extra: List[Dict] = ()) -> Dict
     for fold in folds_of(rows):
         test = [r for r in rows if r["fold"] == fold]
         train = [r for r in rows if r["fold"] != fold] + list(extra)
-        out[fold] = score(test, predict(train, test))
+        out[fold] = score_rows(test, predict(train, test))
     return out
 
 
 def report_row(results: Dict, corpus: str, name: str, folds: Dict[str, Dict], seconds: float) -> None:
     mean = mean_of(folds)
+    zones = pooled_zones(folds)
+    if zones:
+        mean["zones"] = zones
     results.setdefault(corpus, {})[name] = {"folds": folds, "mean": mean, "seconds": round(seconds, 1)}
     own = mean["own_work_as_background"]
     print(f"{corpus:<9} {name:<72} lenient {mean['lenient']:.3f}  single {mean['single_acc']:.3f}  "
           f"macro-F1 {mean['single_macro_f1']:.3f}  F1 " + " / ".join(
               f"{c[:3]} {f:.2f}" for c, f in mean["per_class_f1"].items())
           + f"  own->bg {own['share']:.3f} (n {own['n']})  echo "
-          + json.dumps({k: round(v["share"], 2) for k, v in mean["echo"].items()}) + f"  {seconds:.0f} s", flush=True)
+          + json.dumps({k: round(v["share"], 2) for k, v in mean["echo"].items()})
+          + "".join(f"  {k} {v['share']:.3f}" for k, v in zones.items()) + f"  {seconds:.0f} s", flush=True)
 
 
 def member_rows(results: Dict, members: Dict[str, Dict], rows: List[Dict]) -> None:
@@ -294,39 +385,49 @@ def member_rows(results: Dict, members: Dict[str, Dict], rows: List[Dict]) -> No
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=CORPORA,
+                        help="the corpora scored (default: all)")
     parser.add_argument("--all-fields", action="store_true", help="also train on every corpus but the test fold")
-    parser.add_argument("--pipeline", type=Path, default=None, help="a trained pipeline, scored on all of ART")
+    parser.add_argument("--pipeline", type=Path, default=None, help="a trained pipeline, scored on every corpus")
     parser.add_argument("--pipeline-only", action="store_true",
                         help="with --pipeline: only its row (the baseline rows come from another run)")
     parser.add_argument("--cv-dir", type=Path, default=None,
                         help="per-fold models of run_fullpaper_cv.sh with CORESC=1: their ART CV rows and vectors")
     parser.add_argument("--coresc-cv-dir", type=Path, default=None,
                         help="per-fold CoreSC classifiers (run_fullpaper_cv.sh with CORESC=only): concept scores")
+    parser.add_argument("--az-cv-dir", type=Path, default=None,
+                        help="per-fold models of run_fullpaper_cv.sh with AZ=1: their AZ-CL CV rows")
     parser.add_argument("--member-rows", action="store_true",
                         help="with --cv-dir: each mixture member alone and bench_fullpaper's MEMBER_MIXTURES on ART "
                              "(the same pass)")
     parser.add_argument("--folds", nargs="*", default=None, metavar="FOLD",
-                        help="with --cv-dir: only these ART folds (fold1..fold5) and their models (a partial run)")
+                        help="with --cv-dir / --az-cv-dir: only these ART / AZ-CL folds (fold1..fold5) and their "
+                             "models (a partial run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.folds is not None and not (args.folds and set(args.folds) <= {f"fold{k}" for k in range(1, ART_FOLDS + 1)}):
         parser.error(f"--folds: use some of fold1..fold{ART_FOLDS}")
-    if args.pipeline_only and not (args.pipeline or args.cv_dir or args.coresc_cv_dir):
-        parser.error("--pipeline-only needs --pipeline, --cv-dir or --coresc-cv-dir")
+    if args.pipeline_only and not (args.pipeline or args.cv_dir or args.coresc_cv_dir or args.az_cv_dir):
+        parser.error("--pipeline-only needs --pipeline, --cv-dir, --coresc-cv-dir or --az-cv-dir")
+    if (args.cv_dir or args.coresc_cv_dir) and "ART" not in args.corpora:
+        parser.error("--cv-dir and --coresc-cv-dir score ART: keep it in --corpora")
+    if args.az_cv_dir and "AZ-CL" not in args.corpora:
+        parser.error("--az-cv-dir scores AZ-CL: keep it in --corpora")
 
     started = time.time()
-    corpora, abstracts = load(args.data)
-    print(f"read: ART {len(corpora['ART'][0])} papers, MuLMS-AZ {len(corpora['MuLMS-AZ'][0])} papers, "
-          f"CSAbstruct train {len({r['doc'] for r in abstracts})} abstracts ({time.time() - started:.0f} s)", flush=True)
+    corpora, abstracts = load(args.data, args.corpora)
+    print("read: " + ", ".join(f"{c} {len(d)} papers" for c, (d, _) in corpora.items())
+          + f", CSAbstruct train {len({r['doc'] for r in abstracts})} abstracts ({time.time() - started:.0f} s)",
+          flush=True)
     results: Dict[str, Dict] = {}
-    for corpus in () if args.pipeline_only else CORPORA:
+    for corpus in () if args.pipeline_only else [c for c in CORPORA if c in args.corpora]:
         rows = corpora[corpus][1]
-        other = corpora[CORPORA[1 - CORPORA.index(corpus)]][1]
+        other_name = CROSS_FIELD[corpus]
+        other = corpora[other_name][1]
         for label, predict in (("heading lookup", lookup), (LOGREG, logreg)):
             t0 = time.time()
             report_row(results, corpus, f"{label}: in field ({corpus} CV)", in_field(rows, predict), time.time() - t0)
             t0 = time.time()
-            other_name = CORPORA[1 - CORPORA.index(corpus)]
             report_row(results, corpus, f"{label}: cross field (CSAbstruct + {other_name})",
                        scored_folds(rows, predict(abstracts + other, rows)), time.time() - t0)
             if args.all_fields:
@@ -340,10 +441,18 @@ def main(argv=None) -> int:
         t0 = time.time()
         nlp = spacy.load(args.pipeline, exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "ner",
                                                  "rhetoric_phrase_labeler", "rhetoric_sentence_encoder"])
-        docs, rows = corpora["ART"]
-        preds = [p for doc_preds in pipeline_predictions(nlp, docs) for p in doc_preds]
-        report_row(results, "ART", f"pipeline {args.pipeline} (as it is)", scored_folds(rows, preds),
-                   time.time() - t0)
+        for corpus in [c for c in CORPORA if c in args.corpora]:
+            docs, rows = corpora[corpus]
+            preds = [p for doc_preds in pipeline_predictions(nlp, docs) for p in doc_preds]
+            report_row(results, corpus, f"pipeline {args.pipeline} (as it is)", scored_folds(rows, preds),
+                       time.time() - t0)
+            t0 = time.time()
+
+    if args.az_cv_dir:
+        t0 = time.time()
+        docs, rows = corpora["AZ-CL"]
+        report_row(results, "AZ-CL", f"full-paper classifier {args.az_cv_dir}: AZ-CL CV + MuLMS-AZ + CSAbstruct",
+                   az_cv_rows(args.az_cv_dir, docs, rows, only=args.folds), time.time() - t0)
 
     if args.cv_dir:
         t0 = time.time()
@@ -370,6 +479,7 @@ def main(argv=None) -> int:
     report = {
         "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": round(time.time() - started),
         "art_folds": {"n_folds": ART_FOLDS, "seed": ART_SEED, "scored": args.folds or "all"},
+        "az_folds": {"n_folds": AZ_FOLDS, "seed": AZ_SEED, "scored": args.folds or "all"},
         "corpora": {c: {"papers": len(docs), "scored": sum(r["scored"] for r in rows),
                         "single": sum(r["scored"] and r["single"] for r in rows)}
                     for c, (docs, rows) in corpora.items()},
