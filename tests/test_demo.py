@@ -252,7 +252,7 @@ def test_default_data_dirs_start_from_cwd(monkeypatch, tmp_path):
 
 
 def test_packaged_configs_and_sample_paper():
-    assert set(config_names()) == {"classifier", "classifier_fast", "classifier_sections", "coresc_classifier",
+    assert set(config_names()) == {"az_classifier", "classifier", "classifier_fast", "classifier_sections", "coresc_classifier",
                                    "encoder", "fine_classifier", "rhetoric_trf"}
     spacy.util.load_config(config_path("classifier_sections"))
     coresc = spacy.util.load_config(config_path("coresc_classifier"))
@@ -262,7 +262,7 @@ def test_packaged_configs_and_sample_paper():
     assert config["corpora"]["train"]["section_dropout"] > 0
     assert config_path("encoder.cfg") == config_path("encoder")
     spacy.util.load_config(config_path("classifier_fast"))
-    with pytest.raises(FileNotFoundError, match="available: classifier, classifier_fast"):
+    with pytest.raises(FileNotFoundError, match="available: az_classifier, classifier, classifier_fast"):
         config_path("nope")
     assert demo.sample_paper().read_text(encoding="utf8").strip()
 
