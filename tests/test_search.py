@@ -295,3 +295,15 @@ def test_filtered_search_survives_faiss_torch_utils(built, monkeypatch):
     import faiss.contrib.torch_utils  # noqa: F401
 
     test_filters(built, monkeypatch)
+
+
+def test_index_with_two_processes_gives_the_same_index(built, model_dir, corpus, tmp_path):
+    """--n-process 2: each part's nlp.pipe in two forked workers; the same
+    rows and vectors as one process."""
+    one = RhetoricIndex.load(built[0])
+    summary = build_index(model_dir, [corpus], tmp_path / "two.index", part_sentences=5, n_process=2,
+                          progress=False)
+    two = RhetoricIndex.load(tmp_path / "two.index")
+    assert summary["n"] == len(one) == len(two) == 16
+    assert [two.record(i).text for i in range(16)] == [one.record(i).text for i in range(16)]
+    numpy.testing.assert_allclose(two.index.reconstruct_n(0, 16), one.index.reconstruct_n(0, 16), atol=1e-5)

@@ -29,6 +29,7 @@ def index_cli(
     part_sentences: int = typer.Option(2000, "--part-sentences", callback=positive_int,
                                        help="Sentences per resumable part (whole papers)"),
     batch_size: int = typer.Option(16, "--batch-size", callback=positive_int, help="Docs per nlp.pipe batch"),
+    n_process: int = typer.Option(1, "--n-process", callback=positive_int, help="Processes for nlp.pipe (single machine; 1 on a GPU)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, or 'local' "
                                             "for a LocalCluster of --workers processes"),
     workers: int = typer.Option(2, "--workers", callback=positive_int, help="Workers of --scheduler local"),
@@ -45,7 +46,7 @@ def index_cli(
     with report_interrupt(lambda: _parts_kept(output)), guard("index"):
         use_device(gpu_id)
         summary = build_index(pipeline, corpus, output, index_type=index_type, part_sentences=part_sentences,
-                              batch_size=batch_size, scheduler=scheduler, workers=workers, overwrite=overwrite,
+                              batch_size=batch_size, n_process=n_process, scheduler=scheduler, workers=workers, overwrite=overwrite,
                               read_timeout=read_timeout)
     if summary.get("files_skipped"):
         msg.warn(f"{summary['files_skipped']} input record(s) skipped", "\n".join(summary["skipped"]))

@@ -24,6 +24,7 @@ from ..io import (
     path_text,
     remove_stale_temps,
 )
+from ..jobs.local import bounded_processes
 from .faiss_index import (
     IndexBuildError,
     build_faiss_index,
@@ -168,6 +169,7 @@ def build_index(
     index_type: str = "auto",
     part_sentences: int = DEFAULT_PART_SENTENCES,
     batch_size: int = 16,
+    n_process: int = 1,
     scheduler: Optional[str] = None,
     workers: int = 2,
     overwrite: bool = False,
@@ -180,14 +182,16 @@ def build_index(
     index at ``index_path`` (see the module docstring); returns a summary.
     ``read_timeout``: seconds one paper file may take to read, else it is
     skipped and counted (None: ``readers.budget.READ_TIMEOUT``).
+    ``n_process``: worker processes of each part's ``nlp.pipe`` (bounded by
+    the CPUs; 1 on a GPU).
     ``stop_after_parts`` stops after that many newly encoded parts, leaving
     the work directory for a rerun (tests, time-boxed runs)."""
     from tqdm import tqdm
 
     from ..readers.common import ReadStats
 
-    if part_sentences < 1 or batch_size < 1:
-        raise SearchIndexError("part_sentences and batch_size must be at least 1")
+    if part_sentences < 1 or batch_size < 1 or n_process < 1:
+        raise SearchIndexError("part_sentences, batch_size and n_process must be at least 1")
     # never inside the corpus folders nor inside the pipeline directory
     index_path = check_index_output(index_path, [*corpus, *([model] if Path(model).is_dir() else [])])
     files = corpus_files(corpus)
@@ -209,7 +213,9 @@ def build_index(
         started = time.perf_counter()
         n_new = 0
         bar = tqdm(desc="encode", unit="sent", disable=not progress or None)
-        encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size)  # noqa: E731
+        n_process = bounded_processes(n_process) if not scheduler else 1
+        encode: Encoder = lambda papers: encode_papers(nlp, papers, batch_size=batch_size,  # noqa: E731
+                                                       n_process=n_process)
         parts = ((i, p) for i, p in enumerate(iter_parts(iter_corpus(corpus, nlp, stats, read_timeout), part_sentences)))
         try:
             if scheduler:

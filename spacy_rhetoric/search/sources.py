@@ -193,11 +193,13 @@ def sentence_rows(doc, gold: Optional[Sequence[Optional[str]]] = None) -> Tuple[
     return matrix, rows
 
 
-def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
+def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16, n_process: int = 1
                   ) -> Tuple[numpy.ndarray, List[Dict[str, Any]]]:
     """Run ``nlp`` over paper records (preset boundaries kept: sentence
     splitters disabled) and collect every sentence's vector and row (with
-    the paper's ``input``, the corpus file it came from)."""
+    the paper's ``input``, the corpus file it came from); ``n_process``
+    worker processes for ``nlp.pipe`` (papers too long for one pass are run
+    in pieces in this process)."""
     from ..long_docs import is_long_doc, process_long_doc
     from ..readers.common import sentence_splitters
 
@@ -205,7 +207,9 @@ def encode_papers(nlp, papers: Sequence[Dict[str, Any]], *, batch_size: int = 16
     golds = [[s.get("gold_label") for s in p["sentences"]] for p in papers]
     matrices, rows = [], []
     splitters = sentence_splitters(nlp)
-    done = iter(nlp.pipe([d for d in docs if not is_long_doc(nlp, d)], batch_size=batch_size, disable=splitters))
+    short = [d for d in docs if not is_long_doc(nlp, d)]
+    done = iter(nlp.pipe(short, batch_size=batch_size, disable=splitters,
+                         n_process=min(n_process, max(1, len(short)))))
     # a long paper in pieces of whole sentences (long_docs.long_threshold)
     annotated = (process_long_doc(nlp, d, disable=splitters) if is_long_doc(nlp, d) else next(done) for d in docs)
     for doc, gold, paper in zip(annotated, golds, papers):
