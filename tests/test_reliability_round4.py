@@ -377,3 +377,119 @@ def test_cjk_in_tei_paragraphs(tmp_path):
                     '</titleStmt></fileDesc></teiHeader><text><body><div><head>引言</head>'
                     '<p>本文提出了一种新方法。结果很好。</p></div></body></text></TEI>', encoding="utf8")
     assert [s for s, _ in _sentences(read_paper(path, spacy.blank("en")))] == ["本文提出了一种新方法。", "结果很好。"]
+
+
+# -- text that begins with "<" --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,content,fmt", [
+    ("bold.txt", "<b>Bold</b> claims. We propose a method.", "text"),
+    ("notes.md", "<!-- draft -->\n# Title\n\nWe propose a method.", "text"),
+    ("plain", "<b>Bold</b> claims. We propose a method.", "text"),
+    ("tei.txt", '<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body/></text></TEI>', "tei"),
+    ("jats.nxml", "<article><body/></article>", "jats"),
+])
+def test_text_beginning_with_a_tag_is_text(tmp_path, name, content, fmt):
+    from spacy_rhetoric.readers.papers import detect_format
+
+    path = tmp_path / name
+    path.write_text(content, encoding="utf8")
+    assert detect_format(path) == fmt
+
+
+@pytest.mark.parametrize("name,content", [("odd.xml", "<html-ish>x</html-ish>"),
+                                          ("decl", '<?xml version="1.0"?><foo>x</foo>')])
+def test_unknown_xml_is_still_refused(tmp_path, name, content):
+    from spacy_rhetoric.readers.common import ReaderError
+    from spacy_rhetoric.readers.papers import detect_format
+
+    path = tmp_path / name
+    path.write_text(content, encoding="utf8")
+    with pytest.raises(ReaderError, match="unknown XML root element"):
+        detect_format(path)
+
+
+def test_bold_text_is_read_not_skipped(tmp_path):
+    import spacy
+
+    from spacy_rhetoric.readers.common import ReadStats
+    from spacy_rhetoric.readers.papers import read_papers
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "bold.txt").write_text("<b>Bold</b> claims. We propose a method.", encoding="utf8")
+    stats = ReadStats(name="papers")
+    docs = list(read_papers(tmp_path / "in", spacy.blank("en"), stats=stats))
+    assert stats.skipped == 0 and len(docs) == 1
+    assert [s.text for s in docs[0].sents][-1] == "We propose a method."
+
+
+def test_render_format_option(encoder_pipeline, tmp_path):
+    _load_commands()
+    paper = tmp_path / "paper.xml"
+    paper.write_text("<b>Bold</b> claims. We propose a method.", encoding="utf8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["render", str(paper), "-m", str(encoder_pipeline), "-o", str(tmp_path / "a.html")])
+    assert result.exit_code == 1 and "unknown XML root element" in cli_text(result)
+    result = runner.invoke(app, ["render", str(paper), "-m", str(encoder_pipeline), "-o", str(tmp_path / "b.html"),
+                                 "--format", "text"])
+    assert result.exit_code == 0, result.output
+    assert "We propose a method." in (tmp_path / "b.html").read_text(encoding="utf8")
+    result = runner.invoke(app, ["render", str(paper), "-o", str(tmp_path / "c.html"), "--format", "word"])
+    assert result.exit_code == 2 and "unknown format" in cli_text(result)
+
+
+# -- files that are not papers ---------------------------------------------------------------------------
+
+
+def _mixed_folder(root):
+    root.mkdir()
+    (root / "paper.txt").write_text("We propose a method. It works well.\n", encoding="utf8")
+    (root / "notes.md").write_text("# Notes\n\nWe study parsing. Results are good.\n", encoding="utf8")
+    (root / "README.md").write_text("# Corpus\n\nThese are the papers of our study.\n", encoding="utf8")
+    (root / "LICENSE").write_text("Permission is hereby granted, free of charge.\n", encoding="utf8")
+    (root / "scores.csv").write_text("paper,score\npaper.txt,0.5\nnotes.md,0.7\n", encoding="utf8")
+    (root / "scores.txt").write_text("paper\tscore\tlabel\na\t0.5\tx\nb\t0.7\ty\nc\t0.1\tz\n", encoding="utf8")
+    (root / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    (root / "data.zip").write_bytes(b"PK\x03\x04" + b"\x00" * 64)
+    return root
+
+
+def test_files_that_are_not_papers_are_skipped_and_counted(tmp_path):
+    import spacy
+
+    from spacy_rhetoric import extensions as ext
+    from spacy_rhetoric.readers.common import ReadStats
+    from spacy_rhetoric.readers.papers import read_papers
+
+    folder = _mixed_folder(tmp_path / "in")
+    stats = ReadStats(name="papers")
+    docs = list(read_papers(folder, spacy.blank("en"), stats=stats))
+    assert sorted(ext.get_doc_value(d, ext.DOC_ID) for d in docs) == ["notes", "paper"]
+    assert stats.read == 8 and stats.skipped == 6
+    reasons = " ".join(stats.examples) + " " + " ".join(str(k) for k in stats.reasons)
+    for what in ("an image", "a table", "an archive", "README", "LICENSE"):
+        assert what in reasons, what
+    # named on the command line, a README is read like any text
+    assert len(list(read_papers([folder / "README.md"], spacy.blank("en")))) == 1
+
+
+def test_annotate_and_index_skip_what_is_not_a_paper(encoder_pipeline, tmp_path):
+    import sqlite3
+
+    _load_commands()
+    folder = _mixed_folder(tmp_path / "in")
+    runner = CliRunner()
+    result = runner.invoke(app, ["annotate", str(encoder_pipeline), str(folder), "-o", str(tmp_path / "ann")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "ann" / "summary.json").read_text())
+    assert summary["inputs_annotated"] == 2 and summary["inputs_skipped"] == 6
+    inputs = {json.loads(line)["input"] for line in (tmp_path / "ann" / "annotations.jsonl").read_text().splitlines()}
+    assert inputs == {"paper.txt", "notes.md"}
+    assert "not a paper" in cli_text(result)
+    result = runner.invoke(app, ["index", str(encoder_pipeline), str(folder), "-o", str(tmp_path / "x.index")])
+    assert result.exit_code == 0, result.output
+    con = sqlite3.connect(str(tmp_path / "x.index" / "sentences.sqlite"))
+    try:
+        assert {row[0] for row in con.execute("SELECT DISTINCT input FROM sentences")} == {"paper.txt", "notes.md"}
+    finally:
+        con.close()

@@ -7,7 +7,9 @@ tooltips (label scores, fine function, phrase evidence, section). Library:
 PAPER is a ``.spacy`` file already annotated (every Doc in it is shown), or
 with ``--model`` a ``.spacy`` file or a paper in any format the readers know
 (TEI, JATS, S2ORC, PDF, CL-SciSumm XML, text; ``readers.papers``), annotated by the
-pipeline with its sentence boundaries kept.
+pipeline with its sentence boundaries kept. ``--format`` says which when its
+content would not (``--format text`` for a text that starts like XML);
+``auto``: a ``.spacy`` file by its name, a paper by its content.
 """
 from pathlib import Path
 from typing import List, Optional
@@ -19,10 +21,19 @@ from ..errors import RhetoricError
 from . import app
 from .common import PIPELINE_GPU_HELP, guard, nothing_done
 
+RENDER_FORMATS = ("auto", "spacy", "tei", "jats", "s2orc", "text", "pdf", "clscisumm")
 
-def annotated_docs(paper: Path, model: Optional[str]) -> List:
-    """The Docs of ``paper``, annotated by ``model`` if given; a ValueError
-    naming the file when there is nothing to show."""
+
+def _check_format(value: str) -> str:
+    if value not in RENDER_FORMATS:
+        raise typer.BadParameter(f"unknown format {value!r}; choose from: {', '.join(RENDER_FORMATS)}")
+    return value
+
+
+def annotated_docs(paper: Path, model: Optional[str], fmt: str = "auto") -> List:
+    """The Docs of ``paper`` (read as ``fmt``, see ``RENDER_FORMATS``),
+    annotated by ``model`` if given; a RhetoricError naming the file when
+    there is nothing to show."""
     import spacy
     from spacy.tokens import DocBin
 
@@ -38,7 +49,7 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
             nlp = spacy.load(model)
         except OSError as err:
             raise RhetoricError(f"cannot load pipeline {model!r}: {err}") from err
-    if paper.suffix.lower() == ".spacy":
+    if fmt == "spacy" or (fmt == "auto" and paper.suffix.lower() == ".spacy"):
         try:
             docs = list(docbin_docs(DocBin(store_user_data=True).from_disk(paper), (nlp or spacy.blank("en")).vocab))
         except Exception as err:  # noqa: BLE001 - name the file
@@ -51,7 +62,7 @@ def annotated_docs(paper: Path, model: Optional[str]) -> List:
     else:
         from ..readers.papers import read_paper
 
-        docs = [read_paper(paper, nlp)]
+        docs = [read_paper(paper, nlp, fmt=fmt, named=True)]
     if nlp is not None:  # preset sentence boundaries are kept; a long paper in pieces (long_docs)
         from ..long_docs import process_long_doc
 
@@ -69,6 +80,9 @@ def render_cli(
     paper: Path = typer.Argument(..., help="Annotated .spacy, or a paper file (with --model)"),
     output: Path = typer.Option(..., "--output", "-o", help="HTML file to write"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Pipeline that annotates PAPER"),
+    fmt: str = typer.Option("auto", "--format", "-f", callback=_check_format,
+                            help="Format of PAPER: auto (.spacy by name, a paper by its content), spacy, tei, jats, "
+                                 "s2orc, text, pdf or clscisumm"),
     gpu_id: int = typer.Option(-1, "--gpu-id", help=PIPELINE_GPU_HELP),
     title: Optional[str] = typer.Option(None, "--title", help="Page title (default: paper title or id)"),
     force: bool = typer.Option(False, "--force", help="Replace an existing output file that does not look like one this command writes"),
@@ -84,7 +98,7 @@ def render_cli(
         inputs = [paper] + ([Path(model)] if model and Path(model).exists() else [])
         check_outputs({"output": output}, inputs=inputs, kinds={"output": "html"}, force=force)
         prepare_outputs({"output": output})
-        docs = annotated_docs(paper, model)
+        docs = annotated_docs(paper, model, fmt)
         page = render_paper(docs, title=title)
     if not docs:
         nothing_done("no paper to render")

@@ -8,7 +8,15 @@ format, used by ``spacy-rhetoric convert`` and the registered
   ``<PAPER>`` -> ``"clscisumm"``), the JSON keys (``body_text``,
   ``pdf_parse``, ``grobid_parse`` -> ``"s2orc"``), else UTF-8 text ->
   ``"text"``; a CL-SciSumm topic directory (``Reference_XML/``) is
-  ``"clscisumm"``.
+  ``"clscisumm"``. Text that begins with ``<`` (``<b>Bold</b> claims.``) is
+  text unless it is one of those XML documents: a ``.txt`` / ``.md`` file
+  always, a file without an XML extension unless it declares itself XML.
+* Files that are not papers are a ReaderError saying so, skipped and counted
+  like any unusable file (:func:`not_a_paper`): images, tables (CSV, TSV,
+  spreadsheets, tab-separated text), archives, HTML pages, and by their name
+  a folder's README, LICENSE, CHANGELOG, ... -- the last only when the file
+  was found in a folder, not named (``named``); a file read with its format
+  given (``fmt="text"``, ``--format text``) is never sniffed.
 * :func:`read_papers` yields one Doc per paper (see ``fulltext`` for what a
   Doc carries) from files and folders (searched recursively; with ``fmt``
   given, only files with that format's extensions; hidden files skipped).
@@ -34,6 +42,7 @@ One module per format: ``tei``, ``jats``, ``s2orc``, ``text``, ``pdf``
 (``clscisumm`` reference papers are read by ``clscisumm``, with their
 headings as ``HEADING`` too).
 """
+import re
 from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -72,13 +81,56 @@ PARSERS: Dict[str, Callable[[Path], Paper]] = {
     "pdf": parse_pdf,
 }
 _XML_ROOTS = {"TEI": "tei", "article": "jats", "PAPER": "clscisumm"}
+_XML_SUFFIXES = (".xml", ".nxml", ".tei")
+_XML_DECLARATION = re.compile(rb"<\?xml[\s?]|<!DOCTYPE\s+(?!html)", re.IGNORECASE)
 PathLike = Union[str, Path]
 
+# What is not a paper, by the file's extension.
+NOT_PAPER_SUFFIXES: Dict[str, str] = {
+    **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".svg", ".ico", ".eps",
+                     ".heic"), "an image"),
+    **dict.fromkeys((".csv", ".tsv", ".tab", ".xls", ".xlsx", ".ods", ".parquet", ".feather"), "a table"),
+    **dict.fromkeys((".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".zst", ".lz4"), "an archive"),
+    **dict.fromkeys((".html", ".htm", ".xhtml"), "an HTML page (no reader for it)"),
+    **dict.fromkeys((".mp3", ".wav", ".mp4", ".mov", ".avi", ".mkv"), "audio or video"),
+}
+# ... by its name, in a folder: the files that come with a corpus or a repository
+NOT_PAPER_NAMES = re.compile(
+    r"^(readme|license|licence|copying|copyright|notice|changelog|changes|history|news|authors|contributors|"
+    r"contributing|code_of_conduct|security|citation|install|manifest|todo|makefile|dockerfile)(?:[._-].*)?$",
+    re.IGNORECASE)
 
-def detect_format(path: PathLike) -> str:
+
+def not_a_paper(path: PathLike, head: bytes = b"", *, named: bool = False) -> Optional[str]:
+    """Why the file at ``path`` is not a paper (its first bytes ``head``), or
+    None: an image, a table, an archive, an HTML page (by extension), text
+    in tab-separated columns (by content), or, when found in a folder (not
+    ``named``), a README, LICENSE, CHANGELOG... by its name. (Any other
+    binary file is refused by its NUL bytes.)"""
+    path = Path(path)
+    kind = NOT_PAPER_SUFFIXES.get(path.suffix.lower())
+    if kind is None and _is_tab_table(head):
+        kind = "a table (tab-separated columns)"
+    if kind is None and not named and NOT_PAPER_NAMES.match(path.name):
+        kind = (f"the folder's {path.name.split('.')[0].upper()} file (name it, or give --format text, "
+                "to read it as a paper)")
+    return None if kind is None else f"not a paper: {kind}"
+
+
+def _is_tab_table(head: bytes, size: int = 4096) -> bool:
+    """At least 3 lines, each with the same number (at least 1) of tabs."""
+    lines = [line for line in head.split(b"\n")[:20] if line.strip()]
+    if len(head) >= size:
+        lines = lines[:-1]  # the last may be cut
+    counts = {line.count(b"\t") for line in lines}
+    return len(lines) >= 3 and len(counts) == 1 and counts.pop() >= 1
+
+
+def detect_format(path: PathLike, *, named: bool = False) -> str:
     """``"tei"``, ``"jats"``, ``"s2orc"``, ``"text"``, ``"pdf"`` or
     ``"clscisumm"``, by content; a ReaderError naming the file when it is
-    none of them."""
+    none of them or not a paper (:func:`not_a_paper`; ``named``: the file was
+    named, not found in a folder)."""
     path = Path(path)
     if path.is_dir():
         if _is_clscisumm_dir(path):
@@ -89,14 +141,21 @@ def detect_format(path: PathLike) -> str:
         return "pdf"
     if path.suffix.lower() == ".pdf":
         raise ReaderError(path, None, "not a PDF: no %PDF- header")
+    reason = not_a_paper(path, head, named=named)
+    if reason:
+        raise ReaderError(path, None, reason)
     if b"\x00" in head:
         raise ReaderError(path, None, "cannot detect the format: binary file (NUL bytes)")
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if start.startswith(b"<"):
         root = xml_root_name(_head(path, 1 << 16))
-        if root not in _XML_ROOTS:
+        if root in _XML_ROOTS:
+            return _XML_ROOTS[root]
+        text_name = path.name.lower().endswith(EXTENSIONS["text"])
+        if path.suffix.lower() in _XML_SUFFIXES or (_XML_DECLARATION.match(start) and not text_name):
             raise ReaderError(path, None, f"cannot detect the format: unknown XML root element <{root}>")
-        return _XML_ROOTS[root]
+        if (root or "").lower() == "html" and not text_name:
+            raise ReaderError(path, None, "not a paper: an HTML page (no reader for it)")
     if start.startswith(b"{"):
         record = load_json(path)
         if isinstance(record, dict) and any(key in record for key in S2ORC_KEYS):
@@ -152,6 +211,13 @@ def paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -
                 yield file
 
 
+def named_files(paths: Union[PathLike, Iterable[PathLike]]) -> set:
+    """The files named in ``paths`` themselves (not found in a folder)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    return {Path(p) for p in paths if Path(p).is_file()}
+
+
 def keyed_paper_files(paths: Union[PathLike, Iterable[PathLike]], fmt: str = "auto") -> List[Tuple[str, Path]]:
     """``(key, path)`` of every file of :func:`paper_files`: the key is the
     path relative to the folder given (the file name for a file given; the
@@ -194,16 +260,17 @@ def same_name_papers(ids: Dict[str, str]) -> int:
 
 def read_paper(path: PathLike, nlp: Language, *, fmt: str = "auto", splitter: str = "sentencizer",
                doc_id: Optional[str] = None, grobid: Optional[str] = None, grobid_timeout: float = GROBID_TIMEOUT,
-               read_timeout: Optional[float] = READ_TIMEOUT) -> Doc:
+               read_timeout: Optional[float] = READ_TIMEOUT, named: bool = False) -> Doc:
     """One file as one Doc (a ReaderError naming the file if it is not
-    usable). ``doc_id``: the paper's id (default: the file name without
-    extension; a CL-SciSumm paper keeps the id its XML gives). ``grobid``: a
-    GROBID server's URL that PDFs are sent to, ``grobid_timeout`` seconds a
-    request. ``read_timeout``: seconds the reading may take (the module
-    docstring)."""
+    usable, or not a paper: :func:`not_a_paper`). ``doc_id``: the paper's id
+    (default: the file name without extension; a CL-SciSumm paper keeps the
+    id its XML gives). ``grobid``: a GROBID server's URL that PDFs are sent
+    to, ``grobid_timeout`` seconds a request. ``read_timeout``: seconds the
+    reading may take (the module docstring). ``named``: the user named this
+    file (not found in a folder): a README... is read like any text."""
     path = Path(path)
     if fmt == "auto":
-        fmt = detect_format(path)
+        fmt = detect_format(path, named=named)
     if fmt not in PARSERS and fmt != "clscisumm":
         raise RhetoricError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
     parse = PARSERS.get(fmt)
@@ -268,7 +335,9 @@ def read_papers(
         raise RhetoricError(f"format must be 'auto' or one of {FORMATS}, got {fmt!r}")
     stats = stats if stats is not None else ReadStats(name="papers")
     n_docs = 0
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     files = keyed_paper_files(paths, fmt)
+    named = named_files(paths)
     ids = paper_ids([key for key, _ in files])
     kept_apart = same_name_papers(ids)
     if kept_apart:
@@ -279,7 +348,7 @@ def read_papers(
         stats.read += 1
         try:
             doc = read_paper(path, nlp, fmt=fmt, splitter=splitter, doc_id=ids[key], grobid=grobid,
-                             grobid_timeout=grobid_timeout, read_timeout=read_timeout)
+                             grobid_timeout=grobid_timeout, read_timeout=read_timeout, named=path in named)
         except ReaderError as err:
             handle(err, errors, stats)
             continue
