@@ -493,3 +493,53 @@ def test_annotate_and_index_skip_what_is_not_a_paper(encoder_pipeline, tmp_path)
         assert {row[0] for row in con.execute("SELECT DISTINCT input FROM sentences")} == {"paper.txt", "notes.md"}
     finally:
         con.close()
+
+
+# -- a PDF with a long name through GROBID -------------------------------------------------------------
+
+TEI_ANSWER = (b'<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title type="main">A Title'
+              b'</title></titleStmt></fileDesc></teiHeader><text><body><div><head>Introduction</head>'
+              b'<p>We propose a method. It works.</p></div></body></text></TEI>')
+
+
+@pytest.fixture
+def grobid_stand_in():
+    """A local http.server answering every POST with TEI_ANSWER; the
+    multipart headers it received."""
+    import http.server
+    import threading
+
+    received = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(body.split(b"\r\n\r\n", 1)[0])
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(TEI_ANSWER)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", received
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("stem", ["p" * 248, "q" * 251, 'odd "name"\r\nX-Header: 1'])
+def test_long_pdf_name_through_grobid(tmp_path, grobid_stand_in, stem):
+    import spacy
+
+    from spacy_rhetoric import extensions as ext
+    from spacy_rhetoric.readers.papers import read_paper
+
+    url, received = grobid_stand_in
+    pdf = tmp_path / f"{stem}.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n%stand-in\n")
+    doc = read_paper(pdf, spacy.blank("en"), grobid=url)
+    assert [s.text for s in doc.sents] == ["We propose a method.", "It works."]
+    assert ext.get_doc_value(doc, ext.DOC_ID) == stem and ext.get_doc_value(doc, ext.TITLE) == "A Title"
+    assert b"X-Header" not in received[0] and b'filename="paper.pdf"' in received[0]

@@ -66,7 +66,8 @@ class _Deadline:
 def _body(path: Path, boundary: str) -> bytes:
     return b"".join([
         f"--{boundary}\r\n".encode(),
-        f'Content-Disposition: form-data; name="input"; filename="{path.name}"\r\n'.encode(),
+        # a fixed file name: the input's may be long, hold quotes or line breaks, or not be UTF-8
+        b'Content-Disposition: form-data; name="input"; filename="paper.pdf"\r\n',
         b"Content-Type: application/pdf\r\n\r\n",
         path.read_bytes(),
         f"\r\n--{boundary}\r\n".encode(),
@@ -141,16 +142,20 @@ def grobid_tei(path: Path, url: str, *, timeout: float = TIMEOUT, max_bytes: int
 
 
 def parse_grobid_tei(path: Path, tei: bytes, url: str) -> Paper:
-    """The paper of GROBID's TEI answer for the PDF at ``path``."""
+    """The paper of GROBID's TEI answer for the PDF at ``path`` (its id the
+    PDF's; the TEI goes through a temporary file whose name does not depend
+    on the PDF's, which may be as long as a file name can be)."""
+    from ..fulltext import doc_id_from_path
     from ..tei import parse_tei
 
     with tempfile.TemporaryDirectory(prefix="grobid-") as tmp:
-        tei_path = Path(tmp) / (Path(path).stem + ".tei.xml")
+        tei_path = Path(tmp) / "paper.tei.xml"
         tei_path.write_bytes(tei)
         try:
             paper = parse_tei(tei_path)
         except ReaderError as exc:
             raise ReaderError(path, None, f"GROBID answered no usable TEI ({exc.reason})") from None
+    paper.doc_id = doc_id_from_path(path)
     return paper
 
 
