@@ -87,6 +87,7 @@ from bench_fullpaper import (
 )
 
 from spacy_rhetoric.evaluation.fullpaper import mean_of, score, sentence_rows
+from spacy_rhetoric.evaluation.report import new_report, write_report
 
 ART_FOLDS, ART_SEED = 5, 0
 AZ_FOLDS, AZ_SEED = 5, 0
@@ -476,22 +477,18 @@ def main(argv=None) -> int:
         docs, rows = corpora["ART"]
         results["ART CoreSC concepts"] = coresc_cv_rows(args.coresc_cv_dir, docs, rows)
 
-    report = {
-        "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "seconds": round(time.time() - started),
-        "art_folds": {"n_folds": ART_FOLDS, "seed": ART_SEED, "scored": args.folds or "all"},
-        "az_folds": {"n_folds": AZ_FOLDS, "seed": AZ_SEED, "scored": args.folds or "all"},
-        "corpora": {c: {"papers": len(docs), "scored": sum(r["scored"] for r in rows),
-                        "single": sum(r["scored"] and r["single"] for r in rows)}
-                    for c, (docs, rows) in corpora.items()},
-        "rows": results,
-    }
+    report = new_report(
+        started,
+        art_folds={"n_folds": ART_FOLDS, "seed": ART_SEED, "scored": args.folds or "all"},
+        az_folds={"n_folds": AZ_FOLDS, "seed": AZ_SEED, "scored": args.folds or "all"},
+        corpora={c: {"papers": len(docs), "scored": sum(r["scored"] for r in rows),
+                     "single": sum(r["scored"] and r["single"] for r in rows)}
+                 for c, (docs, rows) in corpora.items()},
+        rows=results,
+    )
     print(f"{report['seconds']} s; " + "; ".join(f"{c}: {v['papers']} papers, {v['scored']} scored sentences "
                                                   f"({v['single']} single)" for c, v in report["corpora"].items()))
-    if args.out:
-        from spacy_rhetoric.io import atomic_write_json
-
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.out, report, indent=1)
+    write_report(args.out, report)
     return 0
 
 
