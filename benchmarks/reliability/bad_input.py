@@ -3,7 +3,9 @@ they see now and the exit code. Prints two Markdown tables (docs/notes/benchmark
 "Bad input"): the ordinary mistakes, then the hostile probes (a hostile but
 ordinary user: special output files, same-named papers, outputs inside the
 pipeline, a 1.2M-character paper, deeply nested XML, entity declarations, bad
-link inputs, huge --n-process, corrupt indexes, pickles, ...), each with its
+link inputs, huge --n-process, corrupt indexes, pickles, FIFOs and sockets
+among the inputs, symbolic-link loops, unreadable files, --workers 64, SIGINT
+and SIGTERM in the middle of a run, ...), each with its
 command, what the user sees, the exit code, the wall time and whether it is
 OK: the expected exit code, no traceback, and the check that says no input or
 special file was touched (or that the result is right). Then the limits
@@ -11,6 +13,12 @@ special file was touched (or that the result is right). Then the limits
 that never answer, drip or answer 50 MB, with wall time and peak RSS.
 
     .venv/bin/python benchmarks/reliability/bad_input.py [--data ../shared/data] [--only-hostile] [--only-limits]
+        [--only-jobs]
+
+The reading probes (also alone: `--only-reading`): a model folder that asks to run its own code,
+escape sequences in paper text, a runaway section rule, a tampered pipeline config, a Chinese
+paper, text that begins with "<", a PDF with a 250-byte name through GROBID, a folder with files
+that are not papers.
 
 Every probe runs `python -m spacy_rhetoric ...` in a scratch directory with
 tiny inputs written here (a two-abstract CSAbstruct file, an untrained
@@ -42,13 +50,14 @@ def run(args: List[str], cwd: Path, timeout: int = 600) -> Tuple[int, str]:
     return code, seen
 
 
-def run_timed(args: List[str], cwd: Path, timeout: int = 600, env_extra=None) -> Tuple[int, str, float, str]:
-    """(exit code, the line seen, wall seconds, the whole output)."""
+def run_timed(args: List[str], cwd: Path, timeout: int = 600, env_extra=None,
+              stdin=None) -> Tuple[int, str, float, str]:
+    """(exit code, the line seen, wall seconds, the whole output); ``stdin``: text typed in."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore",
                TERM="dumb", COLUMNS="200", **(env_extra or {}))
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "spacy_rhetoric", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, input=stdin)
     seconds = time.perf_counter() - start
     out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + "\n" + proc.stderr)
     text = " ".join(ln.strip().strip("│").strip() for ln in out.splitlines() if ln.strip())
@@ -210,6 +219,87 @@ def setup_hostile(tmp: Path, data: Path) -> None:
 
     DocBin(docs=[doc_from_sentences(spacy.blank("en"), ["We parse.", "It works."], labels=["objective", "result"])],
            store_user_data=True).to_disk(w / "X.spacy")
+    setup_blocking_inputs(w)
+
+
+def setup_blocking_inputs(w: Path) -> None:
+    """Inputs that could block or stop a run: a FIFO (and a socket) beside a
+    good paper, two symbolic-link loops, a link to itself, a dangling link,
+    a file nobody may read (root reads it anyway)."""
+    import socket
+
+    (w / "fifo_in").mkdir()
+    (w / "fifo_in" / "good.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    os.mkfifo(w / "fifo_in" / "pipe.txt")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(w / "fifo_in" / "sock.txt"))
+    SOCKETS.append(sock)
+    (w / "loops" / "sub").mkdir(parents=True)
+    (w / "loops" / "a.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "loops" / "sub" / "b.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "loops" / "sub" / "uplink").symlink_to("..", target_is_directory=True)
+    (w / "loops" / "sub" / "here").symlink_to("../sub", target_is_directory=True)
+    (w / "loops" / "self.txt").symlink_to("self.txt")
+    (w / "unreadable").mkdir()
+    (w / "unreadable" / "good.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "unreadable" / "dangling.txt").symlink_to("missing.txt")
+    (w / "unreadable" / "closed.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "unreadable" / "closed.txt").chmod(0)
+    (w / "interrupt").mkdir()
+    for i in range(150):
+        (w / "interrupt" / f"p{i}.txt").write_text(f"We propose method {i}. It works on data {i}.\n", encoding="utf8")
+
+
+SOCKETS: list = []  # kept open while the probes run
+
+
+def summary_of(w: Path, out: str) -> dict:
+    import json
+
+    path = w / out / "summary.json"
+    return json.loads(path.read_text(encoding="utf8")) if path.exists() else {}
+
+
+def unreadable_skipped(w: Path) -> bool:
+    """good.txt annotated, the dangling link skipped and counted, the closed
+    file skipped (or annotated, for root, who reads it)."""
+    summary = summary_of(w, "unreadable_out")
+    skipped = {s["input"] for s in summary.get("skipped", [])}
+    closed_ok = "closed.txt" in skipped if os.geteuid() else summary.get("inputs_annotated") == 2
+    return summary.get("inputs") == 3 and "dangling.txt" in skipped and closed_ok
+
+
+def interrupt_probe(w: Path, sig: int) -> Tuple[int, str, float, bool]:
+    """annotate over 150 papers, SIGINT or SIGTERM once 3 shards exist: (exit
+    code, the line seen, seconds, OK: 128 + signal, one line saying how to
+    resume, no lock left, and a rerun that resumes and finishes)."""
+    import json
+
+    out = w / f"interrupt_{sig}"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore", TERM="dumb",
+               COLUMNS="200")
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "spacy_rhetoric", "annotate", "model", "interrupt", "-o",
+                                 str(out), "--batch-size", "1"], cwd=w, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 300
+        while proc.poll() is None and time.time() < deadline:
+            if (out / "shards").is_dir() and len(list((out / "shards").glob("*.jsonl"))) >= 3:
+                break
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        code = proc.wait(300)
+        seconds = time.perf_counter() - start
+        log.seek(0)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read().decode("utf8", "replace"))
+    flat = re.sub(r"\s+", " ", text)
+    match = re.search(r"(⚠ Interrupted.*?resume)", flat)
+    seen = match.group(1) if match else flat[-160:]
+    again, _ = run(["annotate", "model", "interrupt", "-o", str(out)], w)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    ok = (code == 128 + sig and match is not None and "Traceback" not in text and not (out / ".lock").exists()
+          and again == 0 and summary.get("inputs_annotated") == 150 and summary.get("inputs_resumed", 0) >= 3)
+    return code, seen, seconds, ok
 
 
 def align_sentences(tmp: Path) -> Tuple[int, int]:
@@ -316,6 +406,23 @@ def hostile_probes(tmp: Path, data: Path) -> List[Tuple[str, str, List[str], int
         ("12", "link --evaluate (two topics; rows not keyed counted)",
          ["link", "--evaluate", str(data / "cl-scisumm" / "training-40-manual"), "--topics", T, "--no-wmd",
           "--no-wce", "--no-denoise"], 0, lambda w: True),
+        ("FIFO", "annotate a folder: a good paper, a FIFO, a socket", ["annotate", "model", "fifo_in", "-o",
+                                                                      "fifo_out"], 0,
+         lambda w: summary_of(w, "fifo_out").get("inputs_annotated") == 1
+         and summary_of(w, "fifo_out").get("inputs_skipped") == 2),
+        ("FIFO", "render a FIFO", ["render", "fifo_in/pipe.txt", "-m", "model", "-o", "fifo.html"], 1,
+         lambda w: not (w / "fifo.html").exists()),
+        ("FIFO", "align a FIFO with a paper", ["align", "fifo_in/pipe.txt", "p.tei.xml", "-m", "model"], 1,
+         lambda w: True),
+        ("links", "annotate: two symlink loops and a link to itself", ["annotate", "model", "loops", "-o",
+                                                                       "loops_out"], 0,
+         lambda w: summary_of(w, "loops_out").get("inputs_annotated") == 2
+         and summary_of(w, "loops_out").get("inputs_skipped") == 1),
+        ("unreadable", "annotate: a dangling link and a chmod 000 file beside a good one",
+         ["annotate", "model", "unreadable", "-o", "unreadable_out"], 0, unreadable_skipped),
+        ("workers", "annotate --scheduler local --workers 64", ["annotate", "model", "small", "-o", "workers_out",
+                                                                 "--scheduler", "local", "--workers", "64"], 0,
+         lambda w: summary_of(w, "workers_out").get("inputs_annotated") == 3),
     ]
 
 
@@ -526,7 +633,249 @@ def run_hostile_probes(tmp: Path, data: Path) -> None:
           f"`readers.papers.read_paper` on 'Smith et al. (2020) … (see Fig. 2 …) …' | {a} vs {b} sentences | – "
           f"| – | {'OK' if a == b == 3 else 'NOT OK'} |")
     n_ok += a == b == 3
-    print(f"\n{n_ok} of {len(probes) + 1} probes OK.")
+    n_ok += print_interrupt_probes(tmp)
+    read_ok, n_read = run_reading_probes(tmp)
+    n_ok += read_ok
+    print(f"\n{n_ok} of {len(probes) + 3 + n_read} probes OK.")
+
+
+def print_interrupt_probes(tmp: Path) -> int:
+    """The interrupt rows of the hostile table; returns how many are OK."""
+    n_ok = 0
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        code, seen, seconds, ok = interrupt_probe(tmp, sig)
+        n_ok += ok
+        print(f"| interrupt | annotate, {signal.Signals(sig).name} after 3 shards, then rerun | `annotate model "
+              f"interrupt -o interrupt_{sig}` + kill -{signal.Signals(sig).name[3:]} | {seen.replace('|', '/')} | "
+              f"{code} | {seconds:.1f} | {'OK' if ok else 'NOT OK'} |")
+    return n_ok
+
+
+JOB_ITEMS = ("FIFO", "links", "unreadable", "workers")
+
+
+def run_job_probes(tmp: Path, data: Path) -> None:
+    """Only the hostile probes of the corpus jobs (``--only-jobs``): inputs
+    that could block or stop a run, --workers, interrupts."""
+    make_model(tmp / "model")
+    shutil.copytree(tmp / "model", tmp / "pc")
+    (tmp / "p.tei.xml").write_text(TEI.format(title="A paper", body=GOOD_TEXT), encoding="utf8")
+    (tmp / "small").mkdir()
+    for i in range(3):
+        (tmp / "small" / f"p{i}.txt").write_text(f"We propose method {i}. It works on data {i}. Results are good.\n",
+                                                 encoding="utf8")
+    setup_blocking_inputs(tmp)
+    print("| item | probe | command | what the user sees | exit | s | OK |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    probes = [p for p in hostile_probes(tmp, data) if p[0] in JOB_ITEMS]
+    n_ok = 0
+    for item, name, argv, expected, check in probes:
+        code, seen, seconds, out = run_timed(argv, tmp)
+        ok = code == expected and "Traceback" not in out and check(tmp)
+        n_ok += ok
+        print(f"| {item} | {name} | `{' '.join(argv)}` | {seen.replace('|', '/')} | {code} | {seconds:.1f} | "
+              f"{'OK' if ok else 'NOT OK'} |")
+    n_ok += print_interrupt_probes(tmp)
+    print(f"\n{n_ok} of {len(probes) + 2} probes OK.")
+
+
+# -- reading and showing: model folders with code, escape sequences, runaway rules, tampered pipelines,
+# -- Chinese text, text that begins with "<", long PDF names through GROBID, files that are not papers
+
+ESCAPES = "We propose \x1b]0;pwned\x07\x1b[2J a method. It works."
+ZH_PAPER = "标题\n\n摘要\n\n本文提出了一种新方法。结果很好。\n\n1 引言\n\n近年来进展很大。"
+TEI_ANSWER = ('<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><fileDesc><titleStmt><title>T</title>'
+              '</titleStmt></fileDesc></teiHeader><text><body><div><head>Introduction</head>'
+              '<p>We propose a method. It works.</p></div></body></text></TEI>').encode()
+
+
+def make_tagged_model(path: Path, patterns: List[str]) -> None:
+    """make_model's pipeline with a section tagger whose rules start with ``patterns``."""
+    import json
+
+    import spacy
+
+    import spacy_rhetoric  # noqa: F401
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("rhetoric_section_tagger")
+    clf = nlp.add_pipe("rhetoric_function_classifier")
+    for label in ("background", "objective", "result"):
+        clf.add_label(label)
+    nlp.initialize()
+    nlp.to_disk(path)
+    rules = path / "rhetoric_section_tagger" / "rules.json"
+    data = json.loads(rules.read_text(encoding="utf8"))
+    data["rules"] = [{"category": "method", "pattern": p} for p in patterns] + data["rules"]
+    rules.write_text(json.dumps(data), encoding="utf8")
+
+
+def tampered_model(w: Path, name: str, old: str, new: str) -> None:
+    shutil.copytree(w / "model", w / name)
+    config = (w / name / "config.cfg").read_text(encoding="utf8")
+    (w / name / "config.cfg").write_text(config.replace(old, new, 1), encoding="utf8")
+
+
+def setup_reading(w: Path) -> None:
+    """The scratch files of the reading probes (READ_ITEMS)."""
+    import json
+
+    evil = w / "evil_model"
+    evil.mkdir()
+    auto_map = {"AutoConfig": "configuration_evil.EvilConfig", "AutoModel": "modeling_evil.EvilModel",
+                "AutoTokenizer": ["tokenization_evil.EvilTokenizer", None]}
+    (evil / "config.json").write_text(json.dumps({"auto_map": auto_map}), encoding="utf8")
+    for name in ("configuration_evil", "modeling_evil", "tokenization_evil"):
+        (evil / f"{name}.py").write_text(f"open({str(w / 'CODE_RAN')!r}, 'w').write('ran')\n", encoding="utf8")
+    (w / "esc_in").mkdir()
+    (w / "esc_in" / "esc.txt").write_text(ESCAPES + "\n", encoding="utf8")
+    run(["index", "model", "esc_in", "-o", "esc.index"], w)
+    make_tagged_model(w / "rules_slow", [r"^(a|aa)+$"])
+    make_tagged_model(w / "rules_nested", [r"^(a+)+$"])
+    (w / "aaa.txt").write_text("1 A" + "a" * 60 + "b\n\nWe propose a method. It works.\n", encoding="utf8")
+    width = next(line for line in (w / "model" / "config.cfg").read_text().splitlines() if line.startswith("width"))
+    tampered_model(w, "wide_model", width, "width = 1000000000000")
+    tampered_model(w, "lang_model", 'lang = "en"', 'lang = "../../etc/x"')
+    (w / "zh.txt").write_text(ZH_PAPER, encoding="utf8")
+    (w / "bold_in").mkdir()
+    (w / "bold_in" / "bold.txt").write_text("<b>Bold</b> claims. We propose a method.", encoding="utf8")
+    (w / "bold.xml").write_text("<b>Bold</b> claims. We propose a method.", encoding="utf8")
+    (w / "longname").mkdir()
+    (w / "longname" / ("p" * 250 + ".pdf")).write_bytes(b"%PDF-1.4\n%stand-in\n")
+    mixed = w / "mixed"
+    mixed.mkdir()
+    (mixed / "paper.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (mixed / "README.md").write_text("# Corpus\n\nThese are the papers of our study.\n", encoding="utf8")
+    (mixed / "LICENSE").write_text("Permission is hereby granted, free of charge.\n", encoding="utf8")
+    (mixed / "scores.csv").write_text("paper,score\npaper.txt,0.5\nother.txt,0.7\n", encoding="utf8")
+    (mixed / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+
+
+def no_escapes(out: str) -> bool:
+    return not any(seq in out for seq in ("\x1b]0;", "\x07", "\x1b[2J"))
+
+
+def zh_sentences(w: Path) -> bool:
+    import spacy
+    from spacy.tokens import DocBin
+
+    if not (w / "zh.spacy").exists():
+        return False
+    doc = next(DocBin(store_user_data=True).from_disk(w / "zh.spacy").get_docs(spacy.blank("en").vocab))
+    return [s.text for s in doc.sents] == ["标题", "本文提出了一种新方法。", "结果很好。", "近年来进展很大。"]
+
+
+class _TeiServer:
+    """A stand-in GROBID server in a thread that answers every POST with TEI_ANSWER."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(TEI_ANSWER)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+
+READ_ITEMS = ("code", "terminal", "rules", "pipeline", "CJK", "sniffing", "names", "not papers")
+
+
+def reading_probes(tmp: Path) -> List[Tuple[str, str, List[str], int, Check, Callable[[str], bool]]]:
+    """(item, probe, argv, expected exit code, check of the files, check of the output)."""
+    grobid = _TeiServer()
+    any_out: Callable[[str], bool] = lambda out: True  # noqa: E731
+    short = lambda out: len([x for x in out.splitlines() if x.strip()]) <= 6  # noqa: E731
+    return [
+        ("code", "evaluate raw:FOLDER whose config.json has an auto_map (stdin: y)",
+         ["evaluate", "raw:evil_model", "X.spacy"], 1, lambda w: not (w / "CODE_RAN").exists(), short),
+        ("terminal", "align: a paper with ESC ]0; BEL ESC [2J", ["align", "esc_in/esc.txt", "esc_in/esc.txt", "-m",
+                                                                   "model"], 0, lambda w: True, no_escapes),
+        ("terminal", "search: the same sentence in the table", ["search", "esc.index", "We propose a method."], 0,
+         lambda w: True, no_escapes),
+        ("rules", "render: a rules.json rule ^(a|aa)+$ and a 62-letter heading",
+         ["render", "aaa.txt", "-m", "rules_slow", "-o", "rules_slow.html"], 1,
+         lambda w: not (w / "rules_slow.html").exists(), lambda out: "^(a|aa)+$" in out),
+        ("rules", "render: a rules.json rule ^(a+)+$ and a 62-letter heading",
+         ["render", "aaa.txt", "-m", "rules_nested", "-o", "rules_nested.html"], 0,
+         lambda w: (w / "rules_nested.html").exists(), any_out),
+        ("pipeline", "render: a pipeline whose config says width = 10^12",
+         ["render", "p.tei.xml", "-m", "wide_model", "-o", "wide.html"], 1, lambda w: True, short),
+        ("pipeline", "align: a pipeline whose config says lang = ../../etc/x",
+         ["align", "p.tei.xml", "p.tei.xml", "-m", "lang_model"], 1, lambda w: True, short),
+        ("CJK", "convert text: a Chinese paper (4 sentences, 2 headings)", ["convert", "text", "zh.txt", "zh.spacy"], 0,
+         zh_sentences, any_out),
+        ("sniffing", "convert auto: a .txt that begins with <b>", ["convert", "auto", "bold_in", "bold.spacy"], 0,
+         lambda w: docbin_count(w / "bold.spacy") == 1, any_out),
+        ("sniffing", "render --format text: a .xml that is text", ["render", "bold.xml", "-m", "model", "-o",
+                                                                   "bold.html", "--format", "text"], 0,
+         lambda w: "We propose a method." in (w / "bold.html").read_text(encoding="utf8")
+         if (w / "bold.html").exists() else False, any_out),
+        ("names", "convert pdf --grobid: a PDF with a 250-byte stem",
+         ["convert", "pdf", "longname", "longname.spacy", "--grobid", grobid.url], 0,
+         lambda w: docbin_count(w / "longname.spacy") == 1, any_out),
+        ("not papers", "annotate a folder: a paper, README, LICENSE, CSV, PNG",
+         ["annotate", "model", "mixed", "-o", "mixed_out"], 0,
+         lambda w: summary_of_inputs(w / "mixed_out") == (1, 4), any_out),
+        ("not papers", "index the same folder", ["index", "model", "mixed", "-o", "mixed.index"], 0,
+         lambda w: _index_inputs(w / "mixed.index") == {"paper.txt"}, any_out),
+    ]
+
+
+def summary_of_inputs(out: Path) -> Tuple[int, int]:
+    import json
+
+    path = out / "summary.json"
+    summary = json.loads(path.read_text(encoding="utf8")) if path.exists() else {}
+    return summary.get("inputs_annotated", -1), summary.get("inputs_skipped", -1)
+
+
+def run_reading_probes(tmp: Path) -> Tuple[int, int]:
+    """The reading rows of the hostile table (setup included); (OK, probes)."""
+    setup_reading(tmp)
+    n_ok = 0
+    probes = reading_probes(tmp)
+    for item, name, argv, expected, check, seen_ok in probes:
+        code, seen, seconds, out = run_timed(argv, tmp, stdin="y\n")
+        ok = code == expected and "Traceback" not in out and check(tmp) and seen_ok(out)
+        n_ok += ok
+        shown = " ".join(a if len(a) < 40 else "…/" + Path(a).name[:20] + "…" for a in argv)
+        print(f"| {item} | {name} | `{shown}` | {printable_cell(seen)} | {code} | {seconds:.1f} | "
+              f"{'OK' if ok else 'NOT OK'} |")
+    return n_ok, len(probes)
+
+
+def printable_cell(text: str) -> str:
+    """A table cell: '|' and control characters shown, never obeyed."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text.replace("|", "/"))
+
+
+def run_read_only(tmp: Path) -> None:
+    """Only the reading probes (``--only-reading``)."""
+    make_model(tmp / "model")
+    (tmp / "p.tei.xml").write_text(TEI.format(title="A paper", body=GOOD_TEXT), encoding="utf8")
+    import spacy
+    from spacy.tokens import DocBin
+
+    from spacy_rhetoric.readers.common import doc_from_sentences
+
+    DocBin(docs=[doc_from_sentences(spacy.blank("en"), ["We parse.", "It works."], labels=["objective", "result"])],
+           store_user_data=True).to_disk(tmp / "X.spacy")
+    print("| item | probe | command | what the user sees | exit | s | OK |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    n_ok, n = run_reading_probes(tmp)
+    print(f"\n{n_ok} of {n} probes OK.")
 
 
 # -- limits: pathological PDFs, a sentence without end, GROBID that never answers ------------------
@@ -751,11 +1100,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
     parser.add_argument("--only-hostile", action="store_true", help="Only the hostile probes")
+    parser.add_argument("--only-reading", action="store_true", help="Only the reading probes: model folders with "
+                        "code, escape sequences, runaway rules, tampered pipelines, CJK, '<' text, long names, "
+                        "files that are not papers")
     parser.add_argument("--only-limits", action="store_true", help="Only the limits: pathological PDFs, a 1 MB "
                         "sentence, GROBID that never answers (time and peak memory)")
+    parser.add_argument("--only-jobs", action="store_true", help="Only the hostile probes of the corpus jobs: "
+                        "FIFOs, sockets, link loops and unreadable files among the inputs, --workers, interrupts")
     args = parser.parse_args()
     data = args.data.resolve()
     tmp = Path(tempfile.mkdtemp(prefix="bad-input-"))
+    if args.only_reading:
+        run_read_only(tmp)
+        return
+    if args.only_jobs:
+        run_job_probes(tmp, data)
+        return
     if args.only_limits:
         run_limit_probes(tmp)
         return
