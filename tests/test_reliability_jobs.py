@@ -314,3 +314,17 @@ def test_an_interrupted_annotate_says_how_to_resume(blank_dir, tmp_path, signame
     assert not (out / ".lock").exists()
     summary = annotate_corpus(blank_dir, [src], out)
     assert summary["inputs_resumed"] >= 1 and summary["inputs_annotated"] == 6
+
+
+def test_index_skips_an_unreadable_file(tmp_path, monkeypatch):
+    from spacy_rhetoric.search import build_index
+
+    model = save_tiny_pipeline(tmp_path / "pipeline")
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (src / name).write_text(TEXT, encoding="utf8")
+    with unreadable(monkeypatch, src / "b.txt"):
+        summary = build_index(model, [src], tmp_path / "x.index", progress=False)
+    assert summary["finished"] and summary["files_skipped"] == 1 and summary["papers"] == 1
+    assert "Permission denied" in summary["skipped"][0]

@@ -90,13 +90,15 @@ def check_index_output(index_path: PathLike, inputs: Sequence[PathLike] = ()) ->
 
 
 def _build_settings(model: PathLike, nlp, files: Sequence[Path], part_sentences: int) -> Dict[str, Any]:
-    from ..jobs.inputs import file_fingerprint
+    """What a resumed build must match; an input that cannot be read has no
+    fingerprint (``sha1`` None: it is skipped and counted when read)."""
+    from ..jobs.inputs import fingerprint_or_reason
 
     return {
         "format": FORMAT_VERSION,
         "pipeline": str(Path(model).resolve()) if Path(model).exists() else str(model),
         "part_sentences": part_sentences,
-        "inputs": [{"path": path_text(p.resolve()), "sha1": file_fingerprint(p)} for p in files],
+        "inputs": [{"path": path_text(p.resolve()), "sha1": fingerprint_or_reason(p)[1] or None} for p in files],
     }
 
 
