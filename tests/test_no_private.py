@@ -14,30 +14,20 @@ PACKAGE = ROOT / "spacy_rhetoric"
 SCANNED = ("benchmarks", "tests")
 LOADERS = {"spec_from_file_location", "SourceFileLoader", "run_path", "run_module", "syspath_prepend",
            "load_source"}
+# spacy_rhetoric.cli's command loader, which every CLI test calls: allowed anywhere until the cli offers it under a
+# public name.
+KNOWN_EVERYWHERE = {"_load_commands"}
 # Private names (and sys.path edits) that files used before this check, by file: their owners make them public
 # (or test through the public API) and drop the entry. A use not listed here fails.
 KNOWN: Dict[str, Set[str]] = {
     "benchmarks/reliability/bad_input.py": {"sys.path.insert"},
-    "tests/test_align.py": {"_load_commands"},
-    "tests/test_annotate.py": {"_load_commands"},
-    "tests/test_assemble.py": {"_load_commands"},
-    "tests/test_citance_linker.py": {"_load_commands"},
-    "tests/test_cosaemb.py": {"_load_commands"},
-    "tests/test_demo.py": {"_load_commands", "_stamp"},
-    "tests/test_devices.py": {"_load_commands"},
-    "tests/test_gpu_commands.py": {"_load_commands"},
+    "tests/test_demo.py": {"_stamp"},
     "tests/test_losses.py": {"_cosine_matrix"},
     "tests/test_losses_pml.py": {"_cosine_matrix", "_pair_masks"},
-    "tests/test_paragraph_retrieval.py": {"_load_commands"},
-    "tests/test_project.py": {"_load_commands"},
-    "tests/test_reliability_round4.py": {"_load_commands"},
     "tests/test_reliability_files.py": {"_add_part"},
     "tests/test_reliability_jobs.py": {"_client"},
-    "tests/test_render.py": {"_load_commands"},
     "tests/test_resources.py": {"_PACKAGE"},
-    "tests/test_search.py": {"_load_commands"},
     "tests/test_sections.py": {"_position_keys"},
-    "tests/test_sentmask.py": {"_load_commands"},
 }
 
 
@@ -110,7 +100,8 @@ def problems() -> List[str]:
             if rel == "tests/test_no_private.py":
                 continue
             for use in private_uses(path.read_text(encoding="utf8")):
-                if use.split(" ", 1)[0] not in KNOWN.get(rel, set()):
+                name = use.split(" ", 1)[0]
+                if name not in KNOWN_EVERYWHERE and name not in KNOWN.get(rel, set()):
                     out.append(f"{rel}: {use}")
     return out
 
