@@ -4,6 +4,7 @@ exactly as running the mixture with that member alone does, back matter forced t
 and the pass's own labels are the mixture of those probabilities."""
 import numpy
 import pytest
+import spacy
 from helpers import FULL, sectioned_doc, train_nlp
 
 from spacy_rhetoric.evaluation.pipelines import member_probabilities, mixture_labels, pipeline_scores
@@ -54,3 +55,38 @@ def test_member_probabilities_one_pass_matches_each_member_alone():
     # one member alone: its own argmax
     assert mixture_labels(probs, {"network": 1.0}, labels, rows) == [
         labels[int(i)] for i in probs["network"].argmax(axis=1)]
+
+
+def initialized_nlp():
+    """The tiny full-paper mixture initialized (its TF-IDF members fitted), the network not trained."""
+    from helpers import CLASSIFIER, TRAIN, model_config
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe(CLASSIFIER, config={"model": model_config(**FULL)})
+    examples = [Example(sectioned_doc(nlp, sents, sections, headings), sectioned_doc(nlp, sents, sections, headings,
+                                                                                      labels))
+                for sents, sections, headings, labels in TRAIN]
+    nlp.initialize(lambda: examples)
+    return nlp
+
+
+def test_member_outputs_record_every_member_once_per_batch_and_stop_with_the_pass():
+    from spacy_rhetoric.ml.experts import member_outputs
+
+    nlp = initialized_nlp()
+    docs = papers(nlp)
+    clf = nlp.get_pipe("rhetoric_function_classifier")
+    plain = pipeline_scores(nlp, docs)
+    with member_outputs(clf.model) as batches:
+        recorded = pipeline_scores(nlp, docs)
+    assert recorded == plain  # recording runs every member but mixes as before
+    n_members = len(next(n for n in clf.model.walk() if n.name == "experts").layers)
+    assert sum(outputs.shape[1] for _, outputs in batches) == 5
+    assert all(outputs.shape[0] == n_members and outputs.shape[2] == len(clf.labels) for _, outputs in batches)
+    pipeline_scores(nlp, docs)
+    assert sum(outputs.shape[1] for _, outputs in batches) == 5  # closed: later passes are not recorded
+    probs = member_probabilities(nlp, docs)
+    assert set(probs) == {"network", "tfidf_expert", "tfidf_expert_others"}
+    assert all(p.shape == (5, len(clf.labels)) for p in probs.values())
