@@ -3,7 +3,9 @@ they see now and the exit code. Prints two Markdown tables (docs/notes/benchmark
 "Bad input"): the ordinary mistakes, then the hostile probes (a hostile but
 ordinary user: special output files, same-named papers, outputs inside the
 pipeline, a 1.2M-character paper, deeply nested XML, entity declarations, bad
-link inputs, huge --n-process, corrupt indexes, pickles, ...), each with its
+link inputs, huge --n-process, corrupt indexes, pickles, FIFOs and sockets
+among the inputs, symbolic-link loops, unreadable files, --workers 64, SIGINT
+and SIGTERM in the middle of a run, ...), each with its
 command, what the user sees, the exit code, the wall time and whether it is
 OK: the expected exit code, no traceback, and the check that says no input or
 special file was touched (or that the result is right). Then the limits
@@ -11,6 +13,7 @@ special file was touched (or that the result is right). Then the limits
 that never answer, drip or answer 50 MB, with wall time and peak RSS.
 
     .venv/bin/python benchmarks/reliability/bad_input.py [--data ../shared/data] [--only-hostile] [--only-limits]
+        [--only-jobs]
 
 The reading probes (also alone: `--only-reading`): a model folder that asks to run its own code,
 escape sequences in paper text, a runaway section rule, a tampered pipeline config, a Chinese
@@ -216,6 +219,87 @@ def setup_hostile(tmp: Path, data: Path) -> None:
 
     DocBin(docs=[doc_from_sentences(spacy.blank("en"), ["We parse.", "It works."], labels=["objective", "result"])],
            store_user_data=True).to_disk(w / "X.spacy")
+    setup_blocking_inputs(w)
+
+
+def setup_blocking_inputs(w: Path) -> None:
+    """Inputs that could block or stop a run: a FIFO (and a socket) beside a
+    good paper, two symbolic-link loops, a link to itself, a dangling link,
+    a file nobody may read (root reads it anyway)."""
+    import socket
+
+    (w / "fifo_in").mkdir()
+    (w / "fifo_in" / "good.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    os.mkfifo(w / "fifo_in" / "pipe.txt")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(w / "fifo_in" / "sock.txt"))
+    SOCKETS.append(sock)
+    (w / "loops" / "sub").mkdir(parents=True)
+    (w / "loops" / "a.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "loops" / "sub" / "b.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "loops" / "sub" / "uplink").symlink_to("..", target_is_directory=True)
+    (w / "loops" / "sub" / "here").symlink_to("../sub", target_is_directory=True)
+    (w / "loops" / "self.txt").symlink_to("self.txt")
+    (w / "unreadable").mkdir()
+    (w / "unreadable" / "good.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "unreadable" / "dangling.txt").symlink_to("missing.txt")
+    (w / "unreadable" / "closed.txt").write_text(GOOD_TEXT + "\n", encoding="utf8")
+    (w / "unreadable" / "closed.txt").chmod(0)
+    (w / "interrupt").mkdir()
+    for i in range(150):
+        (w / "interrupt" / f"p{i}.txt").write_text(f"We propose method {i}. It works on data {i}.\n", encoding="utf8")
+
+
+SOCKETS: list = []  # kept open while the probes run
+
+
+def summary_of(w: Path, out: str) -> dict:
+    import json
+
+    path = w / out / "summary.json"
+    return json.loads(path.read_text(encoding="utf8")) if path.exists() else {}
+
+
+def unreadable_skipped(w: Path) -> bool:
+    """good.txt annotated, the dangling link skipped and counted, the closed
+    file skipped (or annotated, for root, who reads it)."""
+    summary = summary_of(w, "unreadable_out")
+    skipped = {s["input"] for s in summary.get("skipped", [])}
+    closed_ok = "closed.txt" in skipped if os.geteuid() else summary.get("inputs_annotated") == 2
+    return summary.get("inputs") == 3 and "dangling.txt" in skipped and closed_ok
+
+
+def interrupt_probe(w: Path, sig: int) -> Tuple[int, str, float, bool]:
+    """annotate over 150 papers, SIGINT or SIGTERM once 3 shards exist: (exit
+    code, the line seen, seconds, OK: 128 + signal, one line saying how to
+    resume, no lock left, and a rerun that resumes and finishes)."""
+    import json
+
+    out = w / f"interrupt_{sig}"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore", TERM="dumb",
+               COLUMNS="200")
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "spacy_rhetoric", "annotate", "model", "interrupt", "-o",
+                                 str(out), "--batch-size", "1"], cwd=w, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 300
+        while proc.poll() is None and time.time() < deadline:
+            if (out / "shards").is_dir() and len(list((out / "shards").glob("*.jsonl"))) >= 3:
+                break
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        code = proc.wait(300)
+        seconds = time.perf_counter() - start
+        log.seek(0)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read().decode("utf8", "replace"))
+    flat = re.sub(r"\s+", " ", text)
+    match = re.search(r"(⚠ Interrupted.*?resume)", flat)
+    seen = match.group(1) if match else flat[-160:]
+    again, _ = run(["annotate", "model", "interrupt", "-o", str(out)], w)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    ok = (code == 128 + sig and match is not None and "Traceback" not in text and not (out / ".lock").exists()
+          and again == 0 and summary.get("inputs_annotated") == 150 and summary.get("inputs_resumed", 0) >= 3)
+    return code, seen, seconds, ok
 
 
 def align_sentences(tmp: Path) -> Tuple[int, int]:
@@ -322,6 +406,23 @@ def hostile_probes(tmp: Path, data: Path) -> List[Tuple[str, str, List[str], int
         ("12", "link --evaluate (two topics; rows not keyed counted)",
          ["link", "--evaluate", str(data / "cl-scisumm" / "training-40-manual"), "--topics", T, "--no-wmd",
           "--no-wce", "--no-denoise"], 0, lambda w: True),
+        ("FIFO", "annotate a folder: a good paper, a FIFO, a socket", ["annotate", "model", "fifo_in", "-o",
+                                                                      "fifo_out"], 0,
+         lambda w: summary_of(w, "fifo_out").get("inputs_annotated") == 1
+         and summary_of(w, "fifo_out").get("inputs_skipped") == 2),
+        ("FIFO", "render a FIFO", ["render", "fifo_in/pipe.txt", "-m", "model", "-o", "fifo.html"], 1,
+         lambda w: not (w / "fifo.html").exists()),
+        ("FIFO", "align a FIFO with a paper", ["align", "fifo_in/pipe.txt", "p.tei.xml", "-m", "model"], 1,
+         lambda w: True),
+        ("links", "annotate: two symlink loops and a link to itself", ["annotate", "model", "loops", "-o",
+                                                                       "loops_out"], 0,
+         lambda w: summary_of(w, "loops_out").get("inputs_annotated") == 2
+         and summary_of(w, "loops_out").get("inputs_skipped") == 1),
+        ("unreadable", "annotate: a dangling link and a chmod 000 file beside a good one",
+         ["annotate", "model", "unreadable", "-o", "unreadable_out"], 0, unreadable_skipped),
+        ("workers", "annotate --scheduler local --workers 64", ["annotate", "model", "small", "-o", "workers_out",
+                                                                 "--scheduler", "local", "--workers", "64"], 0,
+         lambda w: summary_of(w, "workers_out").get("inputs_annotated") == 3),
     ]
 
 
@@ -532,9 +633,50 @@ def run_hostile_probes(tmp: Path, data: Path) -> None:
           f"`readers.papers.read_paper` on 'Smith et al. (2020) … (see Fig. 2 …) …' | {a} vs {b} sentences | – "
           f"| – | {'OK' if a == b == 3 else 'NOT OK'} |")
     n_ok += a == b == 3
+    n_ok += print_interrupt_probes(tmp)
     read_ok, n_read = run_reading_probes(tmp)
     n_ok += read_ok
-    print(f"\n{n_ok} of {len(probes) + 1 + n_read} probes OK.")
+    print(f"\n{n_ok} of {len(probes) + 3 + n_read} probes OK.")
+
+
+def print_interrupt_probes(tmp: Path) -> int:
+    """The interrupt rows of the hostile table; returns how many are OK."""
+    n_ok = 0
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        code, seen, seconds, ok = interrupt_probe(tmp, sig)
+        n_ok += ok
+        print(f"| interrupt | annotate, {signal.Signals(sig).name} after 3 shards, then rerun | `annotate model "
+              f"interrupt -o interrupt_{sig}` + kill -{signal.Signals(sig).name[3:]} | {seen.replace('|', '/')} | "
+              f"{code} | {seconds:.1f} | {'OK' if ok else 'NOT OK'} |")
+    return n_ok
+
+
+JOB_ITEMS = ("FIFO", "links", "unreadable", "workers")
+
+
+def run_job_probes(tmp: Path, data: Path) -> None:
+    """Only the hostile probes of the corpus jobs (``--only-jobs``): inputs
+    that could block or stop a run, --workers, interrupts."""
+    make_model(tmp / "model")
+    shutil.copytree(tmp / "model", tmp / "pc")
+    (tmp / "p.tei.xml").write_text(TEI.format(title="A paper", body=GOOD_TEXT), encoding="utf8")
+    (tmp / "small").mkdir()
+    for i in range(3):
+        (tmp / "small" / f"p{i}.txt").write_text(f"We propose method {i}. It works on data {i}. Results are good.\n",
+                                                 encoding="utf8")
+    setup_blocking_inputs(tmp)
+    print("| item | probe | command | what the user sees | exit | s | OK |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    probes = [p for p in hostile_probes(tmp, data) if p[0] in JOB_ITEMS]
+    n_ok = 0
+    for item, name, argv, expected, check in probes:
+        code, seen, seconds, out = run_timed(argv, tmp)
+        ok = code == expected and "Traceback" not in out and check(tmp)
+        n_ok += ok
+        print(f"| {item} | {name} | `{' '.join(argv)}` | {seen.replace('|', '/')} | {code} | {seconds:.1f} | "
+              f"{'OK' if ok else 'NOT OK'} |")
+    n_ok += print_interrupt_probes(tmp)
+    print(f"\n{n_ok} of {len(probes) + 2} probes OK.")
 
 
 # -- reading and showing: model folders with code, escape sequences, runaway rules, tampered pipelines,
@@ -963,11 +1105,16 @@ def main() -> None:
                         "files that are not papers")
     parser.add_argument("--only-limits", action="store_true", help="Only the limits: pathological PDFs, a 1 MB "
                         "sentence, GROBID that never answers (time and peak memory)")
+    parser.add_argument("--only-jobs", action="store_true", help="Only the hostile probes of the corpus jobs: "
+                        "FIFOs, sockets, link loops and unreadable files among the inputs, --workers, interrupts")
     args = parser.parse_args()
     data = args.data.resolve()
     tmp = Path(tempfile.mkdtemp(prefix="bad-input-"))
     if args.only_reading:
         run_read_only(tmp)
+        return
+    if args.only_jobs:
+        run_job_probes(tmp, data)
         return
     if args.only_limits:
         run_limit_probes(tmp)
