@@ -328,3 +328,48 @@ def test_index_skips_an_unreadable_file(tmp_path, monkeypatch):
         summary = build_index(model, [src], tmp_path / "x.index", progress=False)
     assert summary["finished"] and summary["files_skipped"] == 1 and summary["papers"] == 1
     assert "Permission denied" in summary["skipped"][0]
+
+
+INTERRUPT_AFTER = """
+import importlib, os, signal, sys
+module = importlib.import_module(sys.argv[1])
+done = []
+real = getattr(module, sys.argv[2])
+def then_signal(*args, **kwargs):
+    result = real(*args, **kwargs)
+    done.append(1)
+    if len(done) == 2:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return result
+setattr(module, sys.argv[2], then_signal)
+import spacy_rhetoric.cli.index, spacy_rhetoric.cli.label  # registers the commands
+from spacy_rhetoric.cli import app
+app(sys.argv[3:], prog_name="spacy-rhetoric")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["label", "index"])
+def test_an_interrupted_label_or_index_says_how_to_resume(tmp_path, command):
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(6):
+        (src / f"p{i}.txt").write_text(f"In this paper we propose a new method {i}.\nIt works well.\n", encoding="utf8")
+    if command == "label":
+        (tmp_path / "phrases.tsv").write_text("Showing the aim of the paper\tin this paper we propose a new method\t1\n")
+        patch = ["spacy_rhetoric.corpus_builder.runners", "write_shard"]
+        argv = ["label", str(src), "-o", str(tmp_path / "out"), "--phrases", str(tmp_path / "phrases.tsv"),
+                "--n", "3", "--batch-size", "1"]
+        lock, kept = tmp_path / "out" / ".lock", r"2 finished inputs in " + re.escape(str(tmp_path / "out" / "shards"))
+    else:
+        save_tiny_pipeline(tmp_path / "pipeline")
+        patch = ["spacy_rhetoric.search.index", "_save_part"]
+        argv = ["index", str(tmp_path / "pipeline"), str(src), "-o", str(tmp_path / "x.index"), "--part-sentences", "1"]
+        lock, kept = tmp_path / ".x.index.lock", r"2 encoded parts in " + re.escape(str(tmp_path / "x.index.tmp-dir"))
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(INTERRUPT_AFTER), *patch, *argv],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ, TERM="dumb"))
+    folded = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout).split())
+    assert proc.returncode == 143, proc.stdout + proc.stderr
+    assert re.search(r"Interrupted \(SIGTERM\): " + kept + " kept; run the same command again to resume", folded), \
+        proc.stdout + proc.stderr
+    assert not lock.exists() and "Traceback" not in proc.stderr
