@@ -112,8 +112,7 @@ def not_a_paper(path: PathLike, head: bytes = b"", *, named: bool = False) -> Op
     if kind is None and _is_tab_table(head):
         kind = "a table (tab-separated columns)"
     if kind is None and not named and NOT_PAPER_NAMES.match(path.name):
-        kind = (f"the folder's {path.name.split('.')[0].upper()} file (name it, or give --format text, "
-                "to read it as a paper)")
+        kind = f"a {path.name.split('.')[0].upper()} file beside the papers (--format text reads it as one)"
     return None if kind is None else f"not a paper: {kind}"
 
 
