@@ -255,6 +255,8 @@ def test_local_cluster_workers_bounded_by_cpus_and_dashboard_local(monkeypatch, 
     assert kwargs.get("host") in (None, "127.0.0.1", "localhost")
     cluster._client("local", 1)  # within the bound: no warning
     assert FakeCluster.made[-1].kwargs["n_workers"] == 1 and "--workers" not in capsys.readouterr().out
+    cluster._client("local", 2, 1)  # and by the inputs, when known
+    assert FakeCluster.made[-1].kwargs["n_workers"] == 1 and "1 inputs" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import json
 import time
 import warnings
 from dataclasses import asdict, is_dataclass
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Sized, Tuple
 
 from spacy.language import Language
 
@@ -93,28 +93,31 @@ def import_distributed():
     return Client, LocalCluster, as_completed
 
 
-def bounded_workers(workers: int) -> int:
+def bounded_workers(workers: int, n_items: Optional[int] = None) -> int:
     """``--workers`` of a LocalCluster bounded by the CPUs this process may
-    use, as ``--n-process`` is (``local.bounded_processes``), with a warning
-    that says so: every worker process holds its own pipeline, so more
-    workers than CPUs cost memory and gain nothing."""
+    use and by ``n_items`` (the inputs, when known), as ``--n-process`` is
+    (``local.bounded_processes``), with a warning that says so: every worker
+    process holds its own pipeline, so more workers than CPUs cost memory
+    and gain nothing."""
     cpus = usable_cpus()
-    if workers > cpus:
+    limit = max(1, min(cpus, n_items if n_items else cpus))
+    if workers > limit:
         from wasabi import msg
 
-        msg.warn(f"--workers {workers} is more than this machine can use ({cpus} CPUs): using {cpus}")
-        return cpus
+        what = f"{cpus} CPUs" + (f" and {n_items} inputs" if n_items else "")
+        msg.warn(f"--workers {workers} is more than this run can use ({what}): using {limit}")
+        return limit
     return max(1, workers)
 
 
-def _client(scheduler: str, workers: int):
+def _client(scheduler: str, workers: int, n_items: Optional[int] = None):
     """A client of ``scheduler``; for ``"local"``, of a new LocalCluster of
     single-threaded worker processes (:func:`bounded_workers`) whose
     scheduler, workers and dashboard listen on 127.0.0.1 only."""
     Client, LocalCluster, _ = import_distributed()
     if scheduler == "local":
         cluster = LocalCluster(
-            n_workers=bounded_workers(workers), threads_per_worker=1, processes=True,
+            n_workers=bounded_workers(workers, n_items), threads_per_worker=1, processes=True,
             host="127.0.0.1", dashboard_address="127.0.0.1:0",
         )
         return Client(cluster), cluster
@@ -151,7 +154,7 @@ def dask_tasks(
     _, _, as_completed = import_distributed()
     pipeline, workers = on_device(pipeline, scheduler, workers)
     load, load_args = pipeline
-    client, cluster = _client(scheduler, workers)
+    client, cluster = _client(scheduler, workers, len(pending) if isinstance(pending, Sized) else None)
     start: Optional[float] = None
     try:
         n_workers = max(1, len(client.scheduler_info().get("workers", {})) or workers)
