@@ -473,6 +473,15 @@ def test_files_that_are_not_papers_are_skipped_and_counted(tmp_path):
     assert len(list(read_papers([folder / "README.md"], spacy.blank("en")))) == 1
 
 
+def test_tab_indented_text_is_a_paper(tmp_path):
+    from spacy_rhetoric.readers.papers import detect_format, not_a_paper
+
+    path = tmp_path / "indented.txt"
+    path.write_text("\tWe propose a method.\n\tIt works well.\n\tResults are good.\n\tWe agree.\n", encoding="utf8")
+    assert detect_format(path) == "text"
+    assert not_a_paper(tmp_path / "t.txt", b"a\tb\tc\n1\t2\t3\n4\t5\t6\n") == "not a paper: a table (tab-separated columns)"
+
+
 def test_annotate_and_index_skip_what_is_not_a_paper(encoder_pipeline, tmp_path):
     import sqlite3
 

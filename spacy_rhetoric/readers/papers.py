@@ -109,7 +109,7 @@ def not_a_paper(path: PathLike, head: bytes = b"", *, named: bool = False) -> Op
     binary file is refused by its NUL bytes.)"""
     path = Path(path)
     kind = NOT_PAPER_SUFFIXES.get(path.suffix.lower())
-    if kind is None and _is_tab_table(head):
+    if kind is None and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"<", b"{") and _is_tab_table(head):
         kind = "a table (tab-separated columns)"
     if kind is None and not named and NOT_PAPER_NAMES.match(path.name):
         kind = f"a {path.name.split('.')[0].upper()} file beside the papers (--format text reads it as one)"
@@ -117,11 +117,12 @@ def not_a_paper(path: PathLike, head: bytes = b"", *, named: bool = False) -> Op
 
 
 def _is_tab_table(head: bytes, size: int = 4096) -> bool:
-    """At least 3 lines, each with the same number (at least 1) of tabs."""
+    """At least 3 lines, each with the same number (at least 1) of tabs
+    between its words (not the tabs that indent a paragraph)."""
     lines = [line for line in head.split(b"\n")[:20] if line.strip()]
     if len(head) >= size:
         lines = lines[:-1]  # the last may be cut
-    counts = {line.count(b"\t") for line in lines}
+    counts = {line.strip().count(b"\t") for line in lines}
     return len(lines) >= 3 and len(counts) == 1 and counts.pop() >= 1
 
 
