@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -375,3 +376,31 @@ def test_an_interrupted_label_or_index_says_how_to_resume(tmp_path, command):
     assert re.search(r"Interrupted \(SIGTERM\): " + kept + " kept; run the same command again to resume", folded), \
         proc.stdout + proc.stderr
     assert not lock.exists() and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_worker_processes_is_one_line(blank_dir, tmp_path):
+    """Ctrl-C in a terminal reaches every process of the group: the
+    ``--n-process`` workers leave it to the run (no traceback of theirs)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(150):
+        (src / f"p{i}.txt").write_text(TEXT, encoding="utf8")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "spacy_rhetoric", "annotate", str(blank_dir), str(src), "-o",
+                             str(out), "--n-process", "2", "--batch-size", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ, TERM="dumb"))
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            if (out / "shards").is_dir() and len(list((out / "shards").glob("*.jsonl"))) >= 3:
+                break
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        text = proc.communicate(timeout=300)[0].decode("utf8", "replace")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert "Interrupted (SIGINT)" in text and not (out / ".lock").exists()

@@ -8,6 +8,22 @@ import signal
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+# True inside sigterm_raises: a process forked there (an nlp.pipe worker) leaves
+# Ctrl-C, which a terminal sends to every process of the group, to the run.
+_IN_JOB = [False]
+
+
+def _forked_worker() -> None:
+    if _IN_JOB[0]:
+        _IN_JOB[0] = False
+        # the run unwinds and closes the worker's pipes; the worker then ends by itself
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_worker)
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt."""
@@ -21,7 +37,9 @@ class Terminated(KeyboardInterrupt):
 def sigterm_raises() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` in this process
     (the main thread; elsewhere nothing changes). A process forked inside
-    the block (``nlp.pipe`` workers) keeps the default: SIGTERM ends it."""
+    the block (``nlp.pipe`` workers) keeps the default for SIGTERM (it ends
+    it) and ignores SIGINT: Ctrl-C reaches the whole process group, and the
+    run, unwinding, ends its workers without their tracebacks."""
     try:
         previous = signal.getsignal(signal.SIGTERM)
         owner = os.getpid()
@@ -37,9 +55,11 @@ def sigterm_raises() -> Iterator[None]:
     except ValueError:  # not the main thread
         yield
         return
+    _IN_JOB[0] = True
     try:
         yield
     finally:
+        _IN_JOB[0] = False
         signal.signal(signal.SIGTERM, previous)
 
 
