@@ -23,6 +23,7 @@ INSTALL_REQUIRES = [
     "matplotlib",
     "pypdfium2>=4.30",  # BSD-3/Apache-2.0 (PDFium): glyphs of the PDF reader (readers/pdf), chosen by benchmarks/pdf/bench_pdf.py
     "defusedxml>=0.7",  # every XML reader (readers.fulltext.parse_xml_data)
+    "regex>=2023.5",  # section rules with a time limit per search (section_headings)
 ]
 EXTRAS = {
     "distributed": ["dask[distributed]"],
