@@ -197,6 +197,19 @@ def test_failure_lines_are_printable(tmp_path):
     _no_raw_controls(result.output)
 
 
+def test_skip_lines_of_convert_are_printable(tmp_path):
+    """convert's skipped-file lines show a file name's escape sequence written out."""
+    _load_commands()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.txt").write_text("# Title\n\nWe propose a parser. It works.\n", encoding="utf8")
+    (folder / "bad\x1b[2J.tei.xml").write_text("<TEI><broken", encoding="utf8")
+    result = CliRunner().invoke(app, ["convert", "auto", str(folder), str(tmp_path / "out.spacy")])
+    assert result.exit_code == 0, result.output
+    assert "bad\\x1b[2J" in result.output
+    _no_raw_controls(result.output)
+
+
 # -- a pipeline's section rules cannot stall a run -------------------------------------------------------
 
 

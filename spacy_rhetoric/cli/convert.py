@@ -17,7 +17,15 @@ from ..readers.convert import (  # noqa: F401 - re-exported (the library side is
     get_reader,
 )
 from . import app
-from .common import grobid_option, grobid_timeout_option, guard, non_negative_int, nothing_done, read_timeout_option
+from .common import (
+    grobid_option,
+    grobid_timeout_option,
+    guard,
+    non_negative_int,
+    nothing_done,
+    printable,
+    read_timeout_option,
+)
 
 
 def _check_format(value: str) -> str:
@@ -60,10 +68,10 @@ def convert_cli(
     if stats.skipped:
         msg.warn(f"Records skipped: {stats.skipped}")
         for reason, count in stats.reasons.most_common():
-            msg.text(f"  {reason}: {count}")
+            msg.text(f"  {printable(reason)}: {count}")
         for example in stats.examples:
-            msg.text(f"  e.g. {example}")
+            msg.text(f"  e.g. {printable(example)}")
     else:
         msg.good("Records skipped: 0")
     for note, count in stats.notes.most_common():
-        msg.text(f"  note: {note}: {count}")
+        msg.text(f"  note: {printable(note)}: {count}")

@@ -16,7 +16,7 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int, read_timeout_option
+from .common import PIPELINE_GPU_HELP, guard, nothing_done, positive_int, printable, read_timeout_option
 
 
 @app.command("index")
@@ -49,7 +49,7 @@ def index_cli(
                               batch_size=batch_size, n_process=n_process, scheduler=scheduler, workers=workers, overwrite=overwrite,
                               read_timeout=read_timeout)
     if summary.get("files_skipped"):
-        msg.warn(f"{summary['files_skipped']} input record(s) skipped", "\n".join(summary["skipped"]))
+        msg.warn(f"{summary['files_skipped']} input record(s) skipped", "\n".join(printable(s) for s in summary["skipped"]))
     if not summary.get("finished"):
         nothing_done("the build stopped before the index was written")
     msg.good(f"{summary['n']} sentences of {summary['papers']} papers indexed ({summary['factory']}, "

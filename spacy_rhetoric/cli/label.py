@@ -13,7 +13,16 @@ import typer
 from wasabi import msg
 
 from . import app
-from .common import PIPELINE_GPU_HELP, fail, guard, non_negative_int, nothing_done, positive_int, report_skipped
+from .common import (
+    PIPELINE_GPU_HELP,
+    fail,
+    guard,
+    non_negative_int,
+    nothing_done,
+    positive_int,
+    printable,
+    report_skipped,
+)
 
 
 def default_phrases() -> Path:
@@ -97,7 +106,7 @@ def label_command(
         msg.warn(f"{summary['inputs_pending']} inputs not labeled yet (--merge-only): rerun without it to finish")
     report_skipped(summary)
     if summary["bad_records"]:
-        msg.warn(f"{summary['bad_records']} malformed records skipped, e.g. {summary['bad_record_examples'][:3]}")
+        msg.warn(f"{summary['bad_records']} malformed records skipped, e.g. {printable(summary['bad_record_examples'][:3])}")
     if summary["timing"]["words_per_second"]:
         msg.info(f"labeling: {summary['timing']['words_per_second']:.0f} words/s")
     rows = list(summary["per_label"].items())

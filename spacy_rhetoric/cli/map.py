@@ -20,7 +20,7 @@ from wasabi import msg
 
 from ..errors import RhetoricError
 from . import app
-from .common import guard, nothing_done, positive_int
+from .common import guard, nothing_done, positive_int, printable
 
 
 def index_vectors(path: Path, max_points: int, seed: int) -> Tuple[numpy.ndarray, List[str], int]:
@@ -73,7 +73,7 @@ def corpus_vectors(corpus: List[Path], model: Optional[str], max_points: int, se
     stats = ReadStats(name="corpus files")
     papers = list(iter_corpus(corpus, nlp, stats))
     if stats.skipped:
-        msg.warn(f"{stats.skipped} input record(s) skipped", "\n".join(stats.examples))
+        msg.warn(f"{stats.skipped} input record(s) skipped", "\n".join(printable(e) for e in stats.examples))
     total = sum(len(p["sentences"]) for p in papers)
     random.Random(seed).shuffle(papers)
     chosen, size = [], 0
