@@ -379,16 +379,18 @@ def test_an_interrupted_label_or_index_says_how_to_resume(tmp_path, command):
 
 
 @pytest.mark.slow
-def test_ctrl_c_with_worker_processes_is_one_line(blank_dir, tmp_path):
+@pytest.mark.parametrize("workers", [["--n-process", "2"], ["--scheduler", "local", "--workers", "2"]])
+def test_ctrl_c_with_worker_processes_is_one_line(blank_dir, tmp_path, workers):
     """Ctrl-C in a terminal reaches every process of the group: the
-    ``--n-process`` workers leave it to the run (no traceback of theirs)."""
+    ``--n-process`` and Dask workers leave it to the run (no traceback of
+    theirs, no warning that they had to be killed)."""
     src = tmp_path / "in"
     src.mkdir()
     for i in range(150):
         (src / f"p{i}.txt").write_text(TEXT, encoding="utf8")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "spacy_rhetoric", "annotate", str(blank_dir), str(src), "-o",
-                             str(out), "--n-process", "2", "--batch-size", "1"], stdout=subprocess.PIPE,
+                             str(out), *workers, "--batch-size", "1"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ, TERM="dumb"))
     try:
         deadline = time.time() + 300
@@ -402,5 +404,5 @@ def test_ctrl_c_with_worker_processes_is_one_line(blank_dir, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, text
-    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text and "WARNING" not in text, text
     assert "Interrupted (SIGINT)" in text and not (out / ".lock").exists()

@@ -4,8 +4,9 @@ import hashlib
 import json
 import time
 import warnings
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, is_dataclass
-from typing import Any, Callable, Dict, Iterable, Optional, Sized, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sized, Tuple
 
 from spacy.language import Language
 
@@ -118,10 +119,23 @@ def _client(scheduler: str, workers: int, n_items: Optional[int] = None):
     if scheduler == "local":
         cluster = LocalCluster(
             n_workers=bounded_workers(workers, n_items), threads_per_worker=1, processes=True,
-            host="127.0.0.1", dashboard_address="127.0.0.1:0",
+            host="127.0.0.1", dashboard_address="127.0.0.1:0", preload=[__name__],  # dask_setup below
         )
         return Client(cluster), cluster
     return Client(scheduler), None
+
+
+def dask_setup(worker: Any) -> None:
+    """Run in every worker process of a LocalCluster as it starts (Dask's
+    ``preload`` of this module): the worker ignores Ctrl-C, which a terminal
+    sends to the whole process group; it is for the run, which then closes
+    the cluster (a worker would only print a traceback)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # pragma: no cover - not the worker's main thread
+        pass
 
 
 def dask_tasks(
@@ -156,6 +170,7 @@ def dask_tasks(
     load, load_args = pipeline
     client, cluster = _client(scheduler, workers, len(pending) if isinstance(pending, Sized) else None)
     start: Optional[float] = None
+    interrupted = False
     try:
         n_workers = max(1, len(client.scheduler_info().get("workers", {})) or workers)
         max_in_flight = 2 * n_workers
@@ -193,9 +208,29 @@ def dask_tasks(
             inp, payload = meta.pop(fut.key)
             finish(inp, payload, result)
             submit_next()
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM (jobs.interrupts): the workers are stopped mid-task
+        interrupted = True
+        raise
     finally:
         seconds = time.perf_counter() - start if start is not None else 0.0
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with _quiet("distributed.nanny", "distributed.worker") if interrupted else nullcontext():
+            client.close()
+            if cluster is not None:
+                cluster.close()
     return seconds
+
+
+@contextmanager
+def _quiet(*loggers: str) -> Iterator[None]:
+    """Only errors from ``loggers`` in the block (the nanny's warnings that
+    a worker stopped mid-task had to be killed: what an interrupt does)."""
+    import logging
+
+    levels = {name: logging.getLogger(name).level for name in loggers}
+    for name in loggers:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
