@@ -58,8 +58,8 @@ SIGTERM print one line saying what is kept and how to resume
     shape (:func:`nlp_task`): the worker's pipeline, loaded once per worker
     process from a ``(load, args)`` pair (:func:`worker_nlp`; the args travel
     once as computed futures), then the caller's ``work(nlp, *args)``. A
-    LocalCluster has at most one worker per CPU and listens on 127.0.0.1
-    only.
+    LocalCluster has at most one worker per CPU (and per input), listens on
+    127.0.0.1 only, and its workers leave Ctrl-C to the run.
 ``interrupts``
     SIGTERM raised like Ctrl-C, and the one line an interrupted job prints.
 ``common``
