@@ -65,8 +65,8 @@ command = "C1"
 [[table.row]]
 system = "theirs"
 baseline = true
-figures = { acc = ["benchmarks/q/results/r.json: rows.b.f1.acc", "benchmarks/q/results/r.json: rows.b.f2.acc"] }
-skip = ["share"]
+figures.acc = ["benchmarks/q/results/r.json: rows.b.f1.acc", "benchmarks/q/results/r.json: rows.b.f2.acc"]
+figures.share = "benchmarks/q/results/other.json: share"
 date = "2026-01-01"
 machine = "box"
 command = "C1"
@@ -84,6 +84,7 @@ def mini_checkout(tmp_path, manifest=MINI, figures=None):
     figures = figures or {"rows": {"x 0.5": {"mean": {"acc": 0.8123, "share": 0.0567}},
                                    "b": {"f1": {"acc": 0.5}, "f2": {"acc": 0.7}}}}
     (tmp_path / "benchmarks" / "q" / "results" / "r.json").write_text(json.dumps(figures))
+    (tmp_path / "benchmarks" / "q" / "results" / "other.json").write_text(json.dumps({"share": 0.25}))
     (tmp_path / MANIFEST).write_text(manifest)
     return tmp_path
 
@@ -92,7 +93,7 @@ def test_a_small_manifest_renders_one_figure_per_cell(tmp_path):
     root = mini_checkout(tmp_path)
     text = render(load_manifest(root / MANIFEST), root)
     assert "| ours | 0.812 | 5.7% | 2026-01-01 | box | [C1] |" in text
-    assert "| *baseline:* theirs | 0.600 (mean of 2) | – | 2026-01-01 | box | [C1] |" in text
+    assert "| *baseline:* theirs | 0.600 (mean of 2) | 25.0% | 2026-01-01 | box | [C1] |" in text
     assert "# [C1] the run\npython benchmarks/q/run.py" in text
     (root / RESULTS).write_text(text)
     assert problems(root / MANIFEST, root, root / RESULTS) == []

@@ -11,14 +11,16 @@ A JSON path is a dotted path; a key holding a dot or a space is quoted:
 ``rows."members: network + TF-IDF 0.3 / 0.7".mean.single_acc``; list items are
 numbers (``0.recall``). A row may give a column's figure by its full path
 (``figures = {"P@1" = 'vectors."trunk".mean.p_at_1'}``, from the JSON root),
-or as the mean of figures in several files (a list of ``"file.json: path"``;
-the cell says "mean of N"); ``skip`` leaves a column empty for that row.
+as a figure of another file (``"other.json: path"``), or as the mean of
+figures in several files (a list of ``"file.json: path"``; the cell says
+"mean of N"); ``skip`` leaves a column empty for that row.
 
 :func:`render` gives the text of RESULTS.md; :func:`problems` lists what is
 wrong (a missing file or key, a command id not listed, a RESULTS.md that
 differs from what the files say). ``scripts/results_table.py`` is the command.
 """
 import json
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -27,6 +29,7 @@ from ..errors import RhetoricError
 MANIFEST = Path("benchmarks") / "results.toml"
 RESULTS = Path("RESULTS.md")
 EMPTY = "–"
+_FILE_PATH = re.compile(r"^[^\s:]+\.json:\s")  # "benchmarks/q/results/r.json: path"
 
 
 class ResultsTableError(RhetoricError):
@@ -112,8 +115,11 @@ def _cell(results: Results, table: Dict[str, Any], row: Dict[str, Any], column: 
             file, _, path = spec.partition(":")
             values.append(results.value(file.strip(), path))
         return f"{_format(sum(values) / len(values), fmt)} (mean of {len(values)})"
-    if "file" not in row:
+    if "file" not in row and not (isinstance(given, str) and _FILE_PATH.match(given)):
         raise ResultsTableError(f"{table['question']!r}, {row.get('system')!r}: no file")
+    if isinstance(given, str) and _FILE_PATH.match(given):  # "other.json: path": a figure of another file
+        file, _, path = given.partition(":")
+        return _format(results.value(file.strip(), path), fmt)
     path = given if isinstance(given, str) else join_path(row.get("at", ""), column["key"])
     return _format(results.value(row["file"], path), fmt)
 
