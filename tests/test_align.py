@@ -114,6 +114,18 @@ def test_read_paper_formats_keep_boundaries(tmp_path):
     assert raw.text == " ".join(sents) and [s.text for s in raw.sents] == sents
 
 
+def test_read_paper_takes_the_paper_formats(tmp_path, shared_data):
+    """GROBID TEI and JATS papers as align's inputs (not only CL-SciSumm XML):
+    read by the paper readers, with their headings."""
+    nlp = spacy.blank("en")
+    formats = shared_data / "paper-formats"
+    for path in (formats / "grobid-tei" / "N18-3011.tei.xml", formats / "jats" / "PMC6398430.nxml"):
+        doc = read_paper(path, nlp)
+        sents = list(doc.sents)
+        assert len(sents) > 50
+        assert any(extensions.get_span_value(s, extensions.HEADING) for s in sents)
+
+
 def test_read_paper_errors(tmp_path):
     nlp = spacy.blank("en")
     with pytest.raises(AlignmentError, match="No such file"):

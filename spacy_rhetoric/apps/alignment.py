@@ -2,19 +2,18 @@
 
 For every sentence of paper A, the sentence of paper B whose rhetorical
 function is most similar: cosine similarity of ``sent._.rhetoric_vector``
-(set by ``rhetoric_sentence_encoder``; the vectors are L2-normalised, so the
+(set by the sentence encoder or a classifier with a vector head; the vectors are L2-normalised, so the
 cosine is a dot product, searched by ``neighbours.cosine_neighbours``).
 
 Papers may be given as
 
-* CL-SciSumm reference-paper XML (``.xml``): the ``<S>`` sentences (with their
-  sids and sections) are kept as the sentence boundaries;
+* any paper file the readers know, detected by content
+  (``readers.papers.read_paper``: PDF, GROBID TEI, JATS, S2ORC JSON, plain
+  text with its paragraphs and headings), or one sentence per non-empty line
+  with ``lines=True``; CL-SciSumm reference-paper XML keeps its ``<S>``
+  sentences, sids and sections as the sentence boundaries;
 * ``.spacy`` DocBin: the Doc(s) of the file, their sentence boundaries kept
   (several Docs are concatenated into one paper);
-* plain text (any other suffix): read as ``convert text`` reads it
-  (``readers.papers.read_paper``: paragraphs, headings, sentences split by
-  the readers' one splitter, which never splits after "et al." or "Fig."),
-  or one sentence per non-empty line with ``lines=True``;
 * an already built ``Doc``.
 """
 from dataclasses import asdict, dataclass
@@ -74,20 +73,13 @@ def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) ->
     the formats). Raises :class:`AlignmentError` naming the file."""
     from ..readers.clscisumm import read_reference_xml, reference_doc
     from ..readers.common import ReaderError, doc_from_sentences
+    from ..readers.papers import detect_format
+    from ..readers.papers import read_paper as read_any_paper
 
     path = Path(path)
     if not path.exists():
         raise AlignmentError(f"No such file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".xml":
-        try:
-            paper = read_reference_xml(path)
-        except ReaderError as err:
-            raise AlignmentError(str(err)) from err
-        if not paper.sentences:
-            raise AlignmentError(f"{path}: no <S> sentences in the reference XML")
-        return reference_doc(nlp, paper)
-    if suffix == ".spacy":
+    if path.suffix.lower() == ".spacy":
         try:
             docs = list(ext.docbin_docs(DocBin(store_user_data=True).from_disk(path), nlp.vocab))
         except Exception as err:  # noqa: BLE001 - name the file
@@ -96,21 +88,23 @@ def read_paper(path: Union[str, Path], nlp: Language, *, lines: bool = False) ->
         if not docs:
             raise AlignmentError(f"{path}: the DocBin holds no non-empty Doc")
         return docs[0] if len(docs) == 1 else Doc.from_docs(docs)
-    try:
-        text = path.read_text(encoding="utf8")
-    except UnicodeDecodeError as err:
-        raise AlignmentError(f"{path}: not UTF-8 text ({err})") from err
     if lines:
+        try:
+            text = path.read_text(encoding="utf8")
+        except UnicodeDecodeError as err:
+            raise AlignmentError(f"{path}: not UTF-8 text ({err})") from err
         sentences = [line.strip() for line in text.splitlines() if line.strip()]
         if not sentences:
             raise AlignmentError(f"{path}: no non-empty lines")
         return doc_from_sentences(nlp, sentences, doc_id=path.stem)
-    if not text.strip():
-        raise AlignmentError(f"{path}: empty text")
-    from ..readers.papers import read_paper as read_text_paper
-
     try:
-        return read_text_paper(path, nlp, fmt="text", doc_id=path.stem)
+        fmt = detect_format(path, named=True)
+        if fmt == "clscisumm":  # its <S> sentences, sids and sections kept
+            paper = read_reference_xml(path)
+            if not paper.sentences:
+                raise AlignmentError(f"{path}: no <S> sentences in the reference XML")
+            return reference_doc(nlp, paper)
+        return read_any_paper(path, nlp, fmt=fmt, named=True)
     except ReaderError as err:
         raise AlignmentError(str(err)) from err
 
