@@ -217,8 +217,16 @@ _FORK_HOOK = []
 def install_fork_hook() -> None:
     """Make ``nlp.pipe(n_process=N)`` (fork, Linux's default start method)
     safe for the pipelines' torch models: every forked child runs torch on
-    one thread (:func:`_single_threaded_torch`). Installed once, on import of
-    the package."""
+    one thread (:func:`_single_threaded_torch`), and tokenizers are told
+    before the fork that the children run them serially
+    (:func:`_tokenizers_serial`). Installed once, on import of the package."""
     if not _FORK_HOOK and hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_single_threaded_torch)
+        os.register_at_fork(before=_tokenizers_serial, after_in_child=_single_threaded_torch)
         _FORK_HOOK.append(True)
+
+
+def _tokenizers_serial() -> None:
+    """Before a fork: Hugging Face tokenizers stop their own thread pool in a
+    forked child anyway, with a warning per worker unless
+    ``TOKENIZERS_PARALLELISM`` is set; say so once (unless the user set it)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
