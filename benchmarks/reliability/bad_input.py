@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 ABSTRACT = (
     '{"abstract_id": %d, "sentences": ["We study parsing.", "We propose a method.", '
@@ -602,7 +602,7 @@ def _index_inputs(path: Path) -> set:
         con.close()
 
 
-def run_hostile_probes(tmp: Path, data: Path) -> None:
+def run_hostile_probes(tmp: Path, data: Path) -> Tuple[int, int]:
     setup_hostile(tmp, data)
     # the indexes item 9 breaks: one good index, then a corrupt and an edited copy
     run(["index", "model", "small", "-o", "good.index"], tmp)
@@ -637,6 +637,7 @@ def run_hostile_probes(tmp: Path, data: Path) -> None:
     read_ok, n_read = run_reading_probes(tmp)
     n_ok += read_ok
     print(f"\n{n_ok} of {len(probes) + 3 + n_read} probes OK.")
+    return n_ok, len(probes) + 3 + n_read
 
 
 def print_interrupt_probes(tmp: Path) -> int:
@@ -1061,7 +1062,7 @@ def limit_probes(lim: Path, grobid: str) -> List[Tuple[str, List[str], int, Chec
     ]
 
 
-def run_limit_probes(tmp: Path) -> None:
+def run_limit_probes(tmp: Path) -> Tuple[int, int]:
     """Time and peak memory of the limit probes (each a fresh process), and
     the reading time of each pathological file alone."""
     if not (tmp / "model").exists():
@@ -1087,6 +1088,7 @@ def run_limit_probes(tmp: Path) -> None:
     finally:
         grobid.close()
     print(f"\n{n_ok} of {len(probes)} probes OK.\n")
+    counts = (n_ok, len(probes))
     print("| file | reading alone (`readers.papers.read_paper`, blank pipeline) | peak RSS MB |")
     print("| --- | --- | --- |")
     for path in ("flush/flush100.pdf", "hyphen/hyphen5.pdf", "line/line64k.pdf", "sentence/sentence1m.txt"):
@@ -1094,6 +1096,20 @@ def run_limit_probes(tmp: Path) -> None:
         found = re.search(r"READ (.*)", out)
         size = (lim / path).stat().st_size / 1024
         print(f"| {path} ({size:.0f} KB) | {found.group(1) if found else 'exit %d' % code} | {peak:.0f} |")
+    return counts
+
+
+def write_report(path: Optional[Path], **summaries: Tuple[int, int]) -> None:
+    """``--report``: each table's probes and how many are OK, as JSON."""
+    if path is None:
+        return
+    import json
+    import time
+
+    out = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv)}
+    for name, (ok, total) in summaries.items():
+        out[name] = {"probes": total, "ok": ok, "all_ok": ok == total}
+    path.write_text(json.dumps(out, indent=2) + "\n", encoding="utf8")
 
 
 def main() -> None:
@@ -1107,6 +1123,7 @@ def main() -> None:
                         "sentence, GROBID that never answers (time and peak memory)")
     parser.add_argument("--only-jobs", action="store_true", help="Only the hostile probes of the corpus jobs: "
                         "FIFOs, sockets, link loops and unreadable files among the inputs, --workers, interrupts")
+    parser.add_argument("--report", type=Path, default=None, help="Write each table's probes and OK count as JSON")
     args = parser.parse_args()
     data = args.data.resolve()
     tmp = Path(tempfile.mkdtemp(prefix="bad-input-"))
@@ -1117,11 +1134,11 @@ def main() -> None:
         run_job_probes(tmp, data)
         return
     if args.only_limits:
-        run_limit_probes(tmp)
+        write_report(args.report, limits=run_limit_probes(tmp))
         return
     if args.only_hostile:
         make_model(tmp / "model")
-        run_hostile_probes(tmp, data)
+        write_report(args.report, hostile=run_hostile_probes(tmp, data))
         return
     (tmp / "a.jsonl").write_text(ABSTRACT % 1 + ABSTRACT % 2, encoding="utf8")
     (tmp / "empty.jsonl").write_text("", encoding="utf8")
@@ -1166,9 +1183,9 @@ def main() -> None:
         code, seen = run(argv, tmp)
         print(f"| {name} (`{' '.join(argv[:1])}`) | {seen.replace('|', '/')} | {code} |")
     print("\n### Hostile probes\n")
-    run_hostile_probes(tmp, data)
+    hostile = run_hostile_probes(tmp, data)
     print("\n### Limits\n")
-    run_limit_probes(tmp)
+    write_report(args.report, hostile=hostile, limits=run_limit_probes(tmp))
 
 
 if __name__ == "__main__":
