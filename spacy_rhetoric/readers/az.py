@@ -69,7 +69,7 @@ from spacy.vocab import Vocab
 from .. import extensions
 from ..extensions import FINE_LABEL, GOLD_LABELS, HEADING, PARAGRAPH
 from ..section_headings import CONCLUSION, RESULTS, rule_category
-from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
+from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, suffix_files
 from .fulltext import CITATION_LABEL, CITATIONS_KEY
 
 ABSTRACT_HEADING = "Abstract"
@@ -380,18 +380,6 @@ def az_folds(docs: Sequence[Doc], *, n_folds: int = N_FOLDS, seed: int = FOLD_SE
     return doc_folds(docs, n_folds=n_folds, seed=seed)
 
 
-def az_files(path: Union[str, Path]) -> List[Path]:
-    """The ``.annot`` files of an AZ path: the file itself, or every
-    ``.annot`` below the folder (sorted by relative path)."""
-    path = Path(path)
-    if path.is_dir():
-        return sorted((p for p in path.rglob("*" + SUFFIX) if p.is_file()),
-                      key=lambda p: p.relative_to(path).as_posix())
-    if not path.exists():
-        raise FileNotFoundError(f"No such file or folder: {path}")
-    return [path]
-
-
 def read_az(
     path: Union[str, Path],
     nlp_or_vocab: Union[Language, Vocab],
@@ -407,7 +395,7 @@ def read_az(
     after that many Docs."""
     check_errors_mode(errors)
     stats = stats if stats is not None else ReadStats(name=str(path))
-    for file in az_files(path):
+    for file in suffix_files(path, SUFFIX):
         if limit > 0 and stats.docs >= limit:
             return
         stats.read += 1

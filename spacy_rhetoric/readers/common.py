@@ -115,6 +115,19 @@ class ReadStats:
         self.examples.extend(other.examples[: max(0, 5 - len(self.examples))])
 
 
+def suffix_files(path: Union[str, Path], suffix: str) -> List[Path]:
+    """The files of a corpus path: the file itself, or every file below the
+    folder whose name ends with ``suffix`` (case-insensitive), sorted by
+    relative path (the file readers of full-paper corpora: CoreSC, AZ)."""
+    path = Path(path)
+    if path.is_dir():
+        return sorted((p for p in path.rglob("*") if p.name.lower().endswith(suffix.lower()) and p.is_file()),
+                      key=lambda p: p.relative_to(path).as_posix())
+    if not path.exists():
+        raise FileNotFoundError(f"No such file or folder: {path}")
+    return [path]
+
+
 def check_errors_mode(errors: str) -> None:
     if errors not in ERROR_MODES:
         raise RhetoricError(f"errors must be one of {ERROR_MODES}, got {errors!r}")

@@ -52,7 +52,7 @@ from spacy.vocab import Vocab
 
 from .. import extensions
 from ..extensions import FINE_LABEL, GOLD_LABELS, HEADING, PARAGRAPH
-from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle
+from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, suffix_files
 from .fulltext import CITATION_LABEL, CITATIONS_KEY, ParagraphWalk, local_name, norm_space, parse_xml
 
 ABSTRACT_HEADING = "Abstract"
@@ -229,18 +229,6 @@ def coresc_folds(docs: Sequence[Doc], *, n_folds: int = N_FOLDS, seed: int = FOL
     return [fold_of[i] for i in ids]
 
 
-def coresc_files(path: Union[str, Path]) -> List[Path]:
-    """The ``.xml`` files of a CoreSC path: the file itself, or every
-    ``.xml`` below the folder (sorted by relative path)."""
-    path = Path(path)
-    if path.is_dir():
-        return sorted((p for p in path.rglob("*") if p.suffix.lower() == ".xml" and p.is_file()),
-                      key=lambda p: p.relative_to(path).as_posix())
-    if not path.exists():
-        raise FileNotFoundError(f"No such file or folder: {path}")
-    return [path]
-
-
 def read_coresc(
     path: Union[str, Path],
     nlp_or_vocab: Union[Language, Vocab],
@@ -257,7 +245,7 @@ def read_coresc(
     ``limit`` > 0 stops after that many Docs."""
     check_errors_mode(errors)
     stats = stats if stats is not None else ReadStats(name=str(path))
-    for file in coresc_files(path):
+    for file in suffix_files(path, ".xml"):
         if limit > 0 and stats.docs >= limit:
             return
         stats.read += 1
