@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sized, Tup
 from spacy.language import Language
 
 from .common import JobError
-from .local import usable_cpus
+from .local import cpu_bound
 
 # How a worker gets its pipeline: load(*args), module-level so that it pickles.
 PipelineSpec = Tuple[Callable[..., Language], Tuple[Any, ...]]
@@ -100,15 +100,7 @@ def bounded_workers(workers: int, n_items: Optional[int] = None) -> int:
     (``local.bounded_processes``), with a warning that says so: every worker
     process holds its own pipeline, so more workers than CPUs cost memory
     and gain nothing."""
-    cpus = usable_cpus()
-    limit = max(1, min(cpus, n_items if n_items else cpus))
-    if workers > limit:
-        from wasabi import msg
-
-        what = f"{cpus} CPUs" + (f" and {n_items} inputs" if n_items else "")
-        msg.warn(f"--workers {workers} is more than this run can use ({what}): using {limit}")
-        return limit
-    return max(1, workers)
+    return cpu_bound(workers, "--workers", n_items)
 
 
 def _client(scheduler: str, workers: int, n_items: Optional[int] = None):

@@ -33,15 +33,22 @@ def bounded_processes(n_process: int, n_items: Optional[int] = None) -> int:
 
         msg.warn(f"--n-process {n_process}: the pipeline runs on GPU {pipeline_gpu()}, in one process: using 1")
         return 1
+    return cpu_bound(n_process, "--n-process", n_items)
+
+
+def cpu_bound(value: int, option: str, n_items: Optional[int] = None) -> int:
+    """A count of processes (``option``: ``--n-process``, ``--workers``)
+    bounded by the CPUs this process may use and by ``n_items`` (the units
+    of work, when known), with a warning that says so."""
     cpus = usable_cpus()
     limit = max(1, min(cpus, n_items if n_items else cpus))
-    if n_process > limit:
+    if value > limit:
         from wasabi import msg
 
         what = f"{cpus} CPUs" + (f" and {n_items} inputs" if n_items else "")
-        msg.warn(f"--n-process {n_process} is more than this run can use ({what}): using {limit}")
+        msg.warn(f"{option} {value} is more than this run can use ({what}): using {limit}")
         return limit
-    return n_process
+    return max(1, value)
 
 
 def stream_inputs(
