@@ -222,12 +222,12 @@ def load_cosaemb_encoder(model_name: str):
     from transformers import AutoModel, AutoTokenizer
 
     from ..util import resolve_hf_model
-    from .hf_safe import NO_REMOTE_CODE, no_remote_code
+    from .hf_safe import no_remote_code
 
     path = resolve_hf_model(model_name)
     with no_remote_code(model_name):
-        tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
-        model = AutoModel.from_pretrained(path, **NO_REMOTE_CODE)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModel.from_pretrained(path, trust_remote_code=False)
     add_section_tokens(tokenizer, model)
     return tokenizer, model
 
