@@ -63,14 +63,14 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from .. import extensions
 from ..extensions import FINE_LABEL, GOLD_LABELS, HEADING, PARAGRAPH
 from ..section_headings import CONCLUSION, RESULTS, rule_category
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, suffix_files
-from .fulltext import CITATION_LABEL, CITATIONS_KEY
+from .fulltext import set_citation_spans
 
 ABSTRACT_HEADING = "Abstract"
 ENCODING = "iso-8859-1"
@@ -357,15 +357,9 @@ def az_doc(nlp_or_vocab: Union[Language, Vocab], doc_id: str, title: Optional[st
     extensions.set_span_values(doc, FINE_LABEL, sents, [s.zone for s, _, _ in rows])
     extensions.set_span_values(doc, HEADING, sents, [s.heading for s, _, _ in rows])
     extensions.set_span_values(doc, PARAGRAPH, sents, [s.paragraph for s, _, _ in rows])
-    spans = []
-    for sent, (_, text, cites) in zip(sents, rows):
-        if sent.text != text:  # the tokenizer changed the text: no offsets to trust
-            continue
-        for start, end in cites:
-            span = doc.char_span(sent.start_char + start, sent.start_char + end, alignment_mode="expand")
-            if span is not None and len(span):
-                spans.append(Span(doc, span.start, span.end, label=CITATION_LABEL))
-    doc.spans[CITATIONS_KEY] = spans
+    # where the tokenizer changed a sentence's text there are no offsets to trust
+    set_citation_spans(doc, sents, [[(s, e, None) for s, e in cites] if sent.text == text else None
+                                    for sent, (_, text, cites) in zip(sents, rows)])
     if title:
         extensions.set_doc_value(doc, extensions.TITLE, title)
     extensions.set_doc_value(doc, extensions.SOURCE, SOURCE_NAME)

@@ -47,13 +47,13 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from .. import extensions
 from ..extensions import FINE_LABEL, GOLD_LABELS, HEADING, PARAGRAPH
 from .common import ReaderError, ReadStats, check_errors_mode, doc_from_sentences, handle, suffix_files
-from .fulltext import CITATION_LABEL, CITATIONS_KEY, ParagraphWalk, local_name, norm_space, parse_xml
+from .fulltext import ParagraphWalk, local_name, norm_space, parse_xml, set_citation_spans
 
 ABSTRACT_HEADING = "Abstract"
 CONCEPTS = {
@@ -205,13 +205,7 @@ def coresc_doc(nlp_or_vocab: Union[Language, Vocab], doc_id: str, title: Optiona
     extensions.set_span_values(doc, FINE_LABEL, sents, [CONCEPTS.get(s.concept) for s in sentences])
     extensions.set_span_values(doc, HEADING, sents, [s.heading for s in sentences])
     extensions.set_span_values(doc, PARAGRAPH, sents, [s.paragraph for s in sentences])
-    cites = []
-    for sent, source in zip(sents, sentences):
-        for start, end, target in source.citations:
-            span = doc.char_span(sent.start_char + start, sent.start_char + end, alignment_mode="expand")
-            if span is not None and len(span):
-                cites.append(Span(doc, span.start, span.end, label=CITATION_LABEL, kb_id=target))
-    doc.spans[CITATIONS_KEY] = cites
+    set_citation_spans(doc, sents, [source.citations for source in sentences])
     if title:
         extensions.set_doc_value(doc, extensions.TITLE, title)
     extensions.set_doc_value(doc, extensions.SOURCE, SOURCE_NAME)

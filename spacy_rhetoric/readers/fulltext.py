@@ -51,6 +51,20 @@ from .common import ReaderError, split_cjk
 ABSTRACT = "Abstract"
 CITATIONS_KEY = "citations"  # doc.spans key of the citation spans
 CITATION_LABEL = "bibr"
+
+
+def set_citation_spans(doc: Doc, sents: List[Span], cites: List[Optional[List[Tuple[int, int, Optional[str]]]]]) -> None:
+    """``doc.spans[CITATIONS_KEY]`` from each sentence's citations as
+    ``(start, end, target)`` character offsets within the sentence (None: no
+    offsets to trust for it); a span is widened to whole tokens, ``target``
+    is its ``kb_id`` (the bibliography id, or None)."""
+    spans = []
+    for sent, found in zip(sents, cites):
+        for start, end, target in found or ():
+            span = doc.char_span(sent.start_char + start, sent.start_char + end, alignment_mode="expand")
+            if span is not None and len(span):
+                spans.append(Span(doc, span.start, span.end, label=CITATION_LABEL, kb_id=target or ""))
+    doc.spans[CITATIONS_KEY] = spans
 _YEAR = r"(?:1[89]|20)\d\d[a-z]?"
 # A citation in running text: "(Ammar et al., 2018; Wu, 2014)", "Peters et al. (2017)", "[3, 5-7]" (the PDF
 # reader's citation spans; the CL-SciSumm facet reader's sentences that cite others)
