@@ -10,7 +10,7 @@ import pytest
 import spacy
 from helpers import MULMS_RECORD, cli_text
 
-from spacy_rhetoric.apps import demo
+from spacy_rhetoric.apps import demo, training_runs
 from spacy_rhetoric.resources import config_names, config_path
 
 SENTENCES = {
@@ -72,8 +72,8 @@ def test_data_dir_from_env(monkeypatch, tmp_path):
 @pytest.mark.slow  # trains (tiny_models)
 def test_training_writes_models_with_dev_scores(tiny_models):
     _, _, classifier, encoder = tiny_models
-    clf = demo.dev_scores(classifier)
-    enc = demo.dev_scores(encoder)
+    clf = training_runs.dev_scores(classifier)
+    enc = training_runs.dev_scores(encoder)
     assert 0.0 <= clf["rhetoric_f_micro"] <= 1.0
     assert 0.0 <= enc["encoder_p_at_1"] <= 1.0
     assert "rhetoric_function_classifier" in spacy.load(classifier).pipe_names
@@ -96,7 +96,7 @@ def test_the_classifier_is_scored_once_on_the_whole_dev_set(tiny_models):
     examples = list(registry.resolve({"dev": {**dev, "limit": 0}})["dev"](nlp))
     assert len(examples) == 4  # the four dev abstracts, not the loop's one
     scores = nlp.evaluate(examples)
-    performance = demo.dev_scores(classifier)
+    performance = training_runs.dev_scores(classifier)
     assert performance["rhetoric_f_micro"] == pytest.approx(scores["rhetoric_f_micro"])
     assert performance["rhetoric_f_macro"] == pytest.approx(scores["rhetoric_f_macro"])
     assert "rhetoric_function_classifier_loss" in performance
@@ -152,11 +152,12 @@ def test_only_well_formed_sentences_are_asked_about(text, expected):
 def test_a_failed_background_training_names_its_log_and_is_not_reused(tmp_path):
     config = tmp_path / "broken.cfg"
     config.write_text("[nlp]\nlang = \"en\"\npipeline = [\"no_such_component\"]\n", encoding="utf8")
-    job = demo.BackgroundTraining(config, tmp_path / "out", {"training.max_steps": 3}, log=tmp_path / "train.log")
-    with pytest.raises(demo.DemoError) as err:
+    job = training_runs.BackgroundTraining(config, tmp_path / "out", {"training.max_steps": 3},
+                                           log=tmp_path / "train.log")
+    with pytest.raises(training_runs.TrainingFailed) as err:
         job.wait()
     assert str(tmp_path / "train.log") in str(err.value) and "exit code" in str(err.value)
-    assert not (tmp_path / "out" / "demo_stamp.json").exists()
+    assert not (tmp_path / "out" / training_runs.STAMP_FILE).exists()
     job.stop()  # nothing left to stop
 
 
@@ -272,10 +273,10 @@ def test_models_are_trained_again_when_the_section_names_change(tmp_path, monkey
     features would have another width."""
     (tmp_path / "train.jsonl").write_text("{}\n", encoding="utf8")
     config = config_path("classifier.cfg")
-    stamp = demo._stamp(config, {}, [tmp_path / "train.jsonl"])
-    assert demo._stamp(config, {}, [tmp_path / "train.jsonl"]) == stamp
-    monkeypatch.setattr(demo, "SENTENCE_SECTIONS", demo.SENTENCE_SECTIONS[:-1])
-    assert demo._stamp(config, {}, [tmp_path / "train.jsonl"]) != stamp
+    stamp = training_runs.training_stamp(config, {}, [tmp_path / "train.jsonl"])
+    assert training_runs.training_stamp(config, {}, [tmp_path / "train.jsonl"]) == stamp
+    monkeypatch.setattr(training_runs, "SENTENCE_SECTIONS", training_runs.SENTENCE_SECTIONS[:-1])
+    assert training_runs.training_stamp(config, {}, [tmp_path / "train.jsonl"]) != stamp
 
 
 def test_the_pipeline_names_the_corpora_it_trained_on(tmp_path):

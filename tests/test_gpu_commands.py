@@ -16,7 +16,7 @@ from thinc.api import NumpyOps, get_current_ops, set_current_ops
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
-from spacy_rhetoric.apps import demo
+from spacy_rhetoric.apps import demo, training_runs
 from spacy_rhetoric.cli import _load_commands, app
 from spacy_rhetoric.jobs import bounded_processes
 from spacy_rhetoric.jobs.cluster import load_on_gpu, on_device
@@ -169,7 +169,7 @@ def test_demo_trains_on_the_gpu_it_is_given(monkeypatch, tmp_path):
     monkeypatch.setattr(subprocess, "Popen", Popen)
     monkeypatch.setattr(demo.os, "setpriority", lambda *args: None, raising=False)
     # the classifier's one evaluation on the dev set, after its training (on the ops that training set up)
-    monkeypatch.setattr(demo, "evaluate_on_dev", lambda model: evaluated.append(model.parent.name))
+    monkeypatch.setattr(training_runs, "evaluate_on_dev", lambda model: evaluated.append(model.parent.name))
     data = _tiny_demo_data(tmp_path / "data")
     demo.train_demo_models(data, tmp_path / "bg", classifier_steps=1, encoder_steps=1, background=True, gpu_id=0)
     assert trained == [("classifier", 0)] and evaluated == ["classifier"]
