@@ -80,6 +80,8 @@ ENTRY_POINTS = {
     "spacy_misc": [
         "spacy_rhetoric.hf_model_path.v1 = spacy_rhetoric.util:hf_model_path",
         "spacy_rhetoric.VectorHead.v1 = spacy_rhetoric.ml.experts:build_vector_head",
+        "spacy_rhetoric.papers.v1 = spacy_rhetoric.ml.experts:papers_scope",
+        "spacy_rhetoric.other_docs.v1 = spacy_rhetoric.ml.experts:other_docs_scope",
         "spacy_rhetoric.pipeline_name.v1 = spacy_rhetoric.util:pipeline_name",
         "spacy_rhetoric.SoftmaxLoss.v1 = spacy_rhetoric.losses.classification:softmax_loss_v1",
         "spacy_rhetoric.BatchAllTripletLoss.v1 = spacy_rhetoric.losses.pairwise:batch_all_triplet_loss_v1",
@@ -98,6 +100,7 @@ ENTRY_POINTS = {
     "spacy_callbacks": [
         "spacy_rhetoric.initialize_frozen.v1 = spacy_rhetoric.ml.transformer:make_initialize_frozen",
         "spacy_rhetoric.numpy_blas.v1 = spacy_rhetoric.util:make_numpy_blas",
+        "spacy_rhetoric.fit_members.v1 = spacy_rhetoric.pipeline.fitting:make_fit_members",
     ],
 }
 

@@ -11,6 +11,7 @@ from spacy.util import registry
 from thinc.api import Config
 
 from spacy_rhetoric.extensions import HEADING, set_span_values
+from spacy_rhetoric.pipeline.fitting import fit_pipeline_members
 from spacy_rhetoric.readers.common import doc_from_sentences
 
 # The ablation configs the benchmarks train (not shipped: configs/ holds those).
@@ -290,18 +291,23 @@ def train_nlp(**model_kwargs):
         pred = sectioned_doc(nlp, sents, sections, headings)
         examples.append(Example(pred, ref))
     optimizer = nlp.initialize(lambda: examples)
+    fit_pipeline_members(nlp, examples)  # the mixture's members, if any (pipeline/fitting.py)
     for _ in range(60):
         nlp.update(examples, sgd=optimizer, drop=0.0)
     return nlp
 
 
+# what a member learns from: registered blocks (ml/experts.py)
+PAPERS_BLOCK = {"@misc": "spacy_rhetoric.papers.v1"}
+OTHER_DOCS_BLOCK = {"@misc": "spacy_rhetoric.other_docs.v1"}
 # the full-paper mixture with TF-IDF members only (every TRAIN doc is a paper: the abstracts' is not fitted)
 FULL = {"@architectures": FULL_PAPER,
         "network": {"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1", "section_scale": 1.0,
                     "acknowledgements": False, "ngram_size": 2, "ngram_length": 4096},
-        "members": {"tfidf": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1},
+        "members": {"tfidf": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1,
+                              "learn_from": PAPERS_BLOCK},
                     "abstracts": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "min_df": 1,
-                                  "learn_from": "others", "use_sections": False}},
+                                  "learn_from": OTHER_DOCS_BLOCK, "use_sections": False}},
         "weights": {"paper_body": {"network": 0.5, "tfidf": 0.5},
                     "paper_abstract": {"network": 0.4, "tfidf": 0.3, "abstracts": 0.3},
                     "other_docs": {"network": 0.5, "abstracts": 0.5}}}

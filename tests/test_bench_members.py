@@ -58,9 +58,11 @@ def test_member_probabilities_one_pass_matches_each_member_alone():
 
 
 def initialized_nlp():
-    """The tiny full-paper mixture initialized (its TF-IDF members fitted), the network not trained."""
+    """The tiny full-paper mixture initialized and its TF-IDF members fitted, the network not trained."""
     from helpers import CLASSIFIER, TRAIN, model_config
     from spacy.training import Example
+
+    from spacy_rhetoric.pipeline.fitting import fit_pipeline_members
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
@@ -69,6 +71,7 @@ def initialized_nlp():
                                                                                       labels))
                 for sents, sections, headings, labels in TRAIN]
     nlp.initialize(lambda: examples)
+    fit_pipeline_members(nlp, examples)
     return nlp
 
 

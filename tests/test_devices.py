@@ -29,6 +29,7 @@ from thinc.layers.with_cpu import forward as thinc_with_cpu_forward
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.extensions import HEADING, set_span_values
 from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
+from spacy_rhetoric.pipeline.fitting import fit_pipeline_members
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.resources import config_names, config_path
 
@@ -404,12 +405,13 @@ PIPES = [
     ("rhetoric_sentence_encoder", dict(ARCHITECTURES["ContextSentenceEncoder.v1"],
                                        **{"@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1"})),
     # the full-paper mixture: these plain docs are no papers, so the abstracts' closed-form member is fitted
-    # (scikit-learn, at initialize) and averaged with the network on the device
+    # (scikit-learn, by the member-fitting step) and averaged with the network on the device
     ("rhetoric_function_classifier", {
         "@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v4",
         "network": dict(ARCHITECTURES["SectionAwareSentenceClassifier.v3"],
                         **{"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1"}),
-        "members": {"abstracts": {"@architectures": "spacy_rhetoric.TfidfMember.v1", "learn_from": "others",
+        "members": {"abstracts": {"@architectures": "spacy_rhetoric.TfidfMember.v1",
+                                  "learn_from": {"@misc": "spacy_rhetoric.other_docs.v1"},
                                   "min_df": 1, "use_sections": False}},
         "weights": {"other_docs": {"network": 0.5, "abstracts": 0.5}}}),
 ]
@@ -426,6 +428,7 @@ def _train_and_predict(factory, model):
             (["Graphs are big.", "We train a network.", "Recall improves."], ["background", "method", "result"])]
     examples = [Example(nlp.make_doc(" ".join(s)), make_reference(nlp, s, labs)) for s, labs in data]
     optimizer = nlp.initialize(lambda: examples)
+    fit_pipeline_members(nlp, examples)  # the mixture's members (none elsewhere)
     losses = {}
     for _ in range(2):
         nlp.update(examples, sgd=optimizer, losses=losses)

@@ -1,5 +1,5 @@
 """ml/experts.py: the full-paper mixture -- one network trained by gradient
-and members fitted at initialize, each a config block, mixed with the weights
+and members fitted by the member-fitting step, each a config block, mixed with the weights
 each scope states."""
 import numpy
 import pytest
@@ -74,8 +74,11 @@ def test_each_scope_mixes_with_its_own_weights_and_training_is_the_network_alone
     assert numpy.allclose(out[0], [0.5 * 0.8 + 0.25 * 0.2 + 0.25 * 0.5, 0.5 * 0.2 + 0.25 * 0.8 + 0.25 * 0.5])
     assert numpy.allclose(out[1], [0.25 * 0.8 + 0.75 * 0.2, 0.25 * 0.2 + 0.75 * 0.8])
     assert numpy.allclose(out[2], [0.4 * 0.8 + 0.6 * 0.5, 0.4 * 0.2 + 0.6 * 0.5])
-    # each member computes only the rows it is weighed on
-    assert papers.attrs["silent_sections"] == [] and abstracts.attrs["paper_sections"] == ["abstract"]
+    # each member computes only the rows it is weighed on: derived from the weights, recorded on the mixture
+    # (the members' own settings are as their blocks built them)
+    assert model.attrs["sections"] == {"papers": {"silent_sections": [], "paper_sections": []},
+                                       "abstracts": {"silent_sections": [], "paper_sections": ["abstract"]}}
+    assert "silent_sections" not in papers.attrs and "paper_sections" not in abstracts.attrs
     # training: the network's rows, its gradient untouched; the fitted members are not run
     runs = papers.shims[0].runs
     Y, backprop = model.begin_update(X)
@@ -95,7 +98,7 @@ def test_an_unfitted_member_gives_its_weight_to_the_network_and_a_member_weighed
     model = experts(constant([0.8, 0.2], "network"), {"idle": idle}, {"paper_body": {"network": 1.0}})
     model.predict(X)
     assert idle.shims[0].runs == 0
-    assert idle.attrs["silent_sections"] == ["abstract"]
+    assert model.attrs["sections"]["idle"]["silent_sections"] == ["abstract"]
 
 
 def test_bad_mixtures_are_errors():

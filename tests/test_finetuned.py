@@ -51,7 +51,13 @@ def test_the_config_block_sets_the_member_that_runs():
     fine-tunes and predicts with (``context_chars`` included)."""
     from spacy.util import registry
 
-    build = registry.architectures.get("spacy_rhetoric.FinetunedMember.v1")
+    from spacy_rhetoric.ml.members import PAPERS
+
+    registered = registry.architectures.get("spacy_rhetoric.FinetunedMember.v1")
+
+    def build(**kwargs):
+        return registered(PAPERS, **kwargs)
+
     member = build(name=MODEL, epochs=0.5, frozen_layers=3, max_length=64, context_chars=40, int8=True)
     assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "int8")} == \
         {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "int8": True}
@@ -60,6 +66,8 @@ def test_the_config_block_sets_the_member_that_runs():
     assert build(name=MODEL, balance_sources=False).attrs["balance_sources"] is False
     with pytest.raises(RhetoricError):
         build(name=MODEL, context_chars=-1)
+    with pytest.raises(RhetoricError):
+        build(name=MODEL, warmup=1.5)
 
 
 def test_sources_weigh_the_same_in_the_draws():
@@ -82,8 +90,8 @@ def test_sources_weigh_the_same_in_the_draws():
     assert weights[0] == pytest.approx(weights[1]) and weights[3 * n] == pytest.approx(3 * weights[0])
     assert source_weights(X, list(range(3 * n))) is None  # one source: a plain permutation
     assert source_weights(as_X([plain, plain]), list(range(2 * n))) is None
-    assert finetuned_settings_of(balance_sources=False)["balance_sources"] is False
-    assert finetuned_settings_of()["balance_sources"] is True
+    assert finetuned_settings_of(balance_sources=False).balance_sources is False
+    assert finetuned_settings_of().balance_sources is True
     # source_power: each corpus's share ~ its size ** power (0.5: the square roots 3 ** 0.5 : 1 : 1)
     half = source_weights(X, pick, 0.5)
     root3 = 3 ** 0.5
@@ -91,15 +99,15 @@ def test_sources_weigh_the_same_in_the_draws():
     assert half[3 * n:4 * n].sum() == pytest.approx(1 / (root3 + 2))
     assert half[0] == pytest.approx(half[1])
     assert source_weights(X, pick, 1.0) == pytest.approx(numpy.full(5 * n, 1 / (5 * n)))  # as large as it is
-    assert finetuned_settings_of(source_power=0.5)["source_power"] == 0.5
+    assert finetuned_settings_of(source_power=0.5).source_power == 0.5
     with pytest.raises(RhetoricError):
         finetuned_settings_of(source_power=1.5)
 
 
 def finetuned_settings_of(**kwargs):
-    from spacy_rhetoric.ml.finetuned import finetuned_settings
+    from spacy_rhetoric.ml.finetuned import FinetunedSettings
 
-    return finetuned_settings(MODEL, **kwargs)
+    return FinetunedSettings(MODEL, **kwargs)
 
 
 @pytest.mark.slow  # fine-tunes two layers of all-MiniLM-L6-v2 on six sentences

@@ -198,11 +198,11 @@ def test_a_fitted_member_hands_device_arrays_to_a_device_model():
 
 
 def test_a_member_of_the_other_docs_may_speak_on_a_papers_abstract_too():
-    from spacy_rhetoric.ml.members import speaks
+    from spacy_rhetoric.ml.members import predict_member, speaks
 
     nlp = spacy.blank("en")
     others = tfidf_expert(min_df=1, C=50.0, docs="others", use_sections=False)
-    others.attrs["paper_sections"] = ["abstract"]  # as the mixture sets it from [model.weights.paper_abstract]
+    also = {"paper_sections": ["abstract"]}  # as the mixture derives it from [model.weights.paper_abstract]
     abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."],
                                   sections=["abstract"] * 3, labels=["background", "method", "result"])
     rows = [("We train a parser here.", "abstract", "Abstract", "method")] + PAPER
@@ -211,10 +211,10 @@ def test_a_member_of_the_other_docs_may_speak_on_a_papers_abstract_too():
     # it learns from the abstract only (the paper's abstract is no training data of it) ...
     counts = fit_members([others], X, ["background", "method", "result"] + [r[3] for r in rows], LABELS)
     assert counts["tfidf_expert_others"] == {"docs": 1, "sentences": 3, "labelled": 3}
-    assert speaks(others, X, is_train=True).tolist() == [1.0] * 3 + [0.0] * len(rows)
+    assert speaks(others, X).tolist() == [1.0] * 3 + [0.0] * len(rows)
     # ... and speaks on abstracts, plain text and the abstract of a paper
-    assert speaks(others, X).tolist() == [1.0] * 3 + [1.0] + [0.0] * len(PAPER)
-    out = others.predict(as_X([paper_doc(nlp, rows, labels=False)]))
+    assert speaks(others, X, **also).tolist() == [1.0] * 3 + [1.0] + [0.0] * len(PAPER)
+    out = predict_member(others, as_X([paper_doc(nlp, rows, labels=False)]), **also)
     assert not numpy.allclose(out[0], 1.0 / 3) and numpy.allclose(out[1:], 1.0 / 3)
 
 

@@ -4,7 +4,18 @@ multi-source corpus (readers/section_labels.py), on tiny inline data."""
 import numpy
 import pytest
 import spacy
-from helpers import CLASSIFIER, FULL, FULL_PAPER, SAME, TOK2VEC, TRAIN, model_config, sectioned_doc, train_nlp
+from helpers import (
+    CLASSIFIER,
+    FULL,
+    FULL_PAPER,
+    PAPERS_BLOCK,
+    SAME,
+    TOK2VEC,
+    TRAIN,
+    model_config,
+    sectioned_doc,
+    train_nlp,
+)
 from spacy.tokens import DocBin
 
 import spacy_rhetoric  # noqa: F401
@@ -107,7 +118,7 @@ V3 = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "ngr
 # + the fine-tuned MiniLM member (two top layers, a few passes over the tiny papers)
 FULL_TUNED = dict(FULL, members=dict(FULL["members"], finetuned={
     "@architectures": "spacy_rhetoric.FinetunedMember.v1", "frozen_layers": 4, "epochs": 10.0, "batch_size": 4,
-    "learn_rate": 0.0005, "max_length": 48}), weights={
+    "learn_rate": 0.0005, "max_length": 48, "learn_from": PAPERS_BLOCK}), weights={
         "paper_body": {"network": 0.4, "tfidf": 0.3, "finetuned": 0.3},
         "paper_abstract": {"network": 0.4, "tfidf": 0.2, "finetuned": 0.2, "abstracts": 0.2},
         "other_docs": {"network": 0.5, "abstracts": 0.5}})

@@ -12,6 +12,7 @@ from spacy.training import Example
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.errors import RhetoricError
 from spacy_rhetoric.extensions import FINE_LABEL, HEADING, get_span_value, set_span_values
+from spacy_rhetoric.pipeline.fitting import fit_pipeline_members
 from spacy_rhetoric.readers.common import doc_from_sentences
 
 CLASSIFIER = "rhetoric_function_classifier"
@@ -37,7 +38,7 @@ def paper(nlp, sents, sections, headings, labels=None, fine=None):
 
 def model(trunk, vectors=True, width=8, pooling="pair"):
     finetuned = {"@architectures": "spacy_rhetoric.FinetunedMember.v1", "name": str(trunk), "frozen_layers": 0,
-                 "epochs": 5.0, "batch_size": 4, "max_length": 32}
+                 "epochs": 5.0, "batch_size": 4, "max_length": 32, "learn_from": {"@misc": "spacy_rhetoric.papers.v1"}}
     if vectors:
         finetuned["vectors"] = {"@misc": "spacy_rhetoric.VectorHead.v1", "width": width, "pooling": pooling,
                                 "loss": {"@misc": "spacy_rhetoric.BatchAllTripletLoss.v1"}}
@@ -57,6 +58,7 @@ def trained(tmp_path, **kwargs):
     nlp.add_pipe(CLASSIFIER, config={"model": model(trunk, **kwargs)})
     examples = [Example(paper(nlp, *p[:3]), paper(nlp, *p)) for p in PAPERS]
     nlp.initialize(lambda: examples)
+    fit_pipeline_members(nlp, examples)
     return nlp
 
 

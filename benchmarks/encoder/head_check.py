@@ -70,7 +70,8 @@ def main(argv) -> int:
         loss = registry.misc.get(f"spacy_rhetoric.{loss_name}.v1")()
         head = registry.misc.get("spacy_rhetoric.VectorHead.v1")(loss=loss, width=256, weight=weight,
                                                                  pooling=pooling)
-    member = registry.architectures.get("spacy_rhetoric.FinetunedMember.v1")(epochs=epochs, vectors=head)
+    papers = registry.misc.get("spacy_rhetoric.papers.v1")()
+    member = registry.architectures.get("spacy_rhetoric.FinetunedMember.v1")(papers, epochs=epochs, vectors=head)
     fit_members([member], as_X(train), gold, LABELS)
     fit_seconds = time.time() - started
     out = member.predict(as_X(test))

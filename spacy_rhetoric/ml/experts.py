@@ -40,6 +40,8 @@ errors, and members that each learn from their own objective keep their own
 view, as in an ensemble.
 """
 from contextlib import contextmanager
+from dataclasses import fields
+from inspect import Parameter, Signature
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
@@ -50,8 +52,8 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER
-from .finetuned import VectorHead, finetuned_expert
-from .members import is_fitted, is_fitted_member, member_vector_width
+from .finetuned import FinetunedSettings, VectorHead, finetuned_expert
+from .members import OTHER_DOCS, PAPERS, DocScope, is_fitted, is_fitted_member, member_vector_width, predict_member
 from .sections import _section_aware_model, section_aware_layers
 from .segments import paper_rows
 from .sequence import crf_layer, emitters
@@ -105,13 +107,24 @@ def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, 
         raise RhetoricError(f"experts: one member may have a vector head, got {with_vectors}")
     names = [NETWORK, *members]
     table = _check_weights(weights, names, {name: m.attrs.get("docs", "papers") for name, m in members.items()})
-    for name, member in members.items():  # each member computes only the rows it is weighed on
-        if member.attrs.get("docs", "papers") == "others":
-            member.attrs["paper_sections"] = [ABSTRACT] if table["paper_abstract"].get(name, 0) > 0 else []
-        else:
-            member.attrs["silent_sections"] = [] if table["paper_abstract"].get(name, 0) > 0 else [ABSTRACT]
+    sections = {name: speaking_sections(member.attrs.get("docs", "papers"), table, name)
+                for name, member in members.items()}
     return Model("experts", _experts_forward, init=_experts_init, layers=[network, *members.values()],
-                 dims={"nO": nO}, attrs={"names": names, "weights": table})
+                 dims={"nO": nO}, attrs={"names": names, "weights": table, "sections": sections})
+
+
+def speaking_sections(docs: str, table: Mapping[str, Mapping[str, float]], name: str) -> Dict[str, List[str]]:
+    """What the mixture derives from its weights for member ``name`` of
+    ``docs`` (recorded in the ``experts`` layer's ``attrs["sections"]``,
+    never in the member's settings): the sections of a paper it is not run
+    on (``silent_sections``: a paper member weighed 0 on the abstract) or
+    also run on (``paper_sections``: a member of other docs weighed on a
+    paper's abstract), so each member computes only the rows it is weighed
+    on (``members.predict_member``)."""
+    on_abstract = table["paper_abstract"].get(name, 0) > 0
+    if docs == "others":
+        return {"silent_sections": [], "paper_sections": [ABSTRACT] if on_abstract else []}
+    return {"silent_sections": [] if on_abstract else [ABSTRACT], "paper_sections": []}
 
 
 def mixture_weights(model: Model) -> Dict[str, Dict[str, float]]:
@@ -175,11 +188,12 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
         rows.append(row if not is_fitted_member(member) or is_fitted(member) else 0.0 * row)
     rows[0] = rows[0] + sum(scopes[s] for s in SCOPES) - sum(rows)  # an unfitted member's weight: the network's
     mixed, vectors = None, None
-    for member, row in zip(model.layers, rows):
+    for name, member, row in zip(model.attrs["names"], model.layers, rows):
         width = member_vector_width(member) if member is not network else 0
         if member is not network and not row.any() and not width and record is None:
             continue  # weighed 0 on every row of the batch and no vectors: not run
-        out = member.predict(X)
+        out = network.predict(X) if member is network else predict_member(
+            member, X, **model.attrs["sections"][name])
         if width:
             out, vectors = out[:, : out.shape[1] - width], out[:, out.shape[1] - width :]
         outputs.append(out)
@@ -214,21 +228,43 @@ def build_section_aware_network(tok2vec: Model[List[Doc], List[Floats2d]], pooli
     return crf
 
 
+@registry.misc("spacy_rhetoric.papers.v1")
+def papers_scope() -> DocScope:
+    """``learn_from`` block: the member learns from (and speaks on) full
+    papers (``segments.is_paper``)."""
+    return PAPERS
+
+
+@registry.misc("spacy_rhetoric.other_docs.v1")
+def other_docs_scope() -> DocScope:
+    """``learn_from`` block: the member learns from abstracts and plain text
+    (every doc that is no full paper)."""
+    return OTHER_DOCS
+
+
 @registry.architectures("spacy_rhetoric.TfidfMember.v1")
-def build_tfidf_member(learn_from: str = "papers", ngram_size: int = 2, min_df: int = 2, C: float = 5.0,
+def build_tfidf_member(learn_from: DocScope, ngram_size: int = 2, min_df: int = 2, C: float = 5.0,
                        neighbour_weight: float = 0.5, class_weight: Optional[str] = "balanced",
-                       use_sections: bool = True, normalize_digits: bool = False) -> Model:
-    """A member fitted by scikit-learn at initialize: TF-IDF (sublinear tf)
-    1..``ngram_size``-grams (``min_df``) of the sentence and of its
-    neighbours (``neighbour_weight`` times), the section one-hot
+                       max_iter: int = 3000, use_sections: bool = True, normalize_digits: bool = False) -> Model:
+    """A member fitted by scikit-learn in the member-fitting step
+    (``pipeline/fitting.py``): TF-IDF (sublinear tf) 1..``ngram_size``-grams
+    (in at least ``min_df`` sentences; too few: an error) of the sentence
+    and of its neighbours (``neighbour_weight`` times), the section one-hot
     (``use_sections``) and the position buckets -> ``LogisticRegression(C,
-    class_weight)`` (``tfidf_member.tfidf_expert``). ``learn_from``: "papers" or
-    "others" (abstracts and plain text). ``normalize_digits``: every digit
-    reads 0."""
-    if learn_from not in ("papers", "others"):
-        raise RhetoricError(f"TfidfMember.v1: learn_from is 'papers' or 'others', got {learn_from!r}")
-    return tfidf_expert(ngram_size, min_df, neighbour_weight, C, class_weight, docs=learn_from,
-                        use_sections=use_sections, normalize_digits=normalize_digits)
+    class_weight, max_iter)`` (``tfidf_member.tfidf_expert``).
+    ``learn_from``: a ``spacy_rhetoric.papers.v1`` or
+    ``spacy_rhetoric.other_docs.v1`` block. ``normalize_digits``: every
+    digit reads 0."""
+    return tfidf_expert(ngram_size, min_df, neighbour_weight, C, class_weight, max_iter=max_iter,
+                        docs=_scope(learn_from, "TfidfMember.v1"), use_sections=use_sections,
+                        normalize_digits=normalize_digits)
+
+
+def _scope(learn_from: Any, block: str) -> str:
+    if not isinstance(learn_from, DocScope):
+        raise RhetoricError(f"{block}: learn_from is a block (@misc = \"spacy_rhetoric.papers.v1\" or "
+                            f"\"spacy_rhetoric.other_docs.v1\"), got {learn_from!r}")
+    return learn_from.name
 
 
 @registry.misc("spacy_rhetoric.VectorHead.v1")
@@ -250,28 +286,42 @@ def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_fi
                       pooling=str(pooling))
 
 
-@registry.architectures("spacy_rhetoric.FinetunedMember.v1")
-def build_finetuned_member(name: str = "sentence-transformers/all-MiniLM-L6-v2", epochs: float = 1.0,
-                           frozen_layers: int = 2, learn_rate: float = 8e-5, batch_size: int = 16,
-                           max_length: int = 128, context_chars: int = 60, int8: bool = False,
-                           balance_sources: bool = True, source_power: float = 0.0,
-                           vectors: Optional[VectorHead] = None) -> Model:
-    """A member fine-tuned at initialize on the full papers' sentences: the
-    top layers of the Hugging Face encoder ``name`` (resolved offline; the
-    bottom ``frozen_layers`` frozen) over the sentence paired with its
-    heading and neighbours, beside section + position -> linear -> softmax,
-    ``epochs`` passes (``learn_rate``, ``batch_size``, pairs of
-    ``max_length`` word pieces; of each neighbour, the ``context_chars``
-    characters next to the sentence); ``ml/finetuned.py``. ``balance_sources``:
-    papers of several corpora (``doc._.rhetoric_source``) weigh the same in
-    its draws of sentences, or, with ``source_power`` p > 0, each corpus in
-    proportion to its size to the power p (0.5: the square root). ``int8``: at
-    prediction on a CPU its linear layers run in int8 (dynamic quantization).
-    ``vectors``: a ``[...vectors]`` block (``VectorHead.v1``): the same pass
-    also gives every sentence's ``rhetoric_vector`` -- one trunk, two heads."""
-    return finetuned_expert(name, epochs=epochs, learn_rate=learn_rate, batch_size=batch_size,
-                            max_length=max_length, frozen_layers=frozen_layers, context_chars=context_chars,
-                            int8=int8, vectors=vectors, balance_sources=balance_sources, source_power=source_power)
+def _finetuned_signature() -> Signature:
+    """``FinetunedMember.v1``'s arguments: ``learn_from``, the fields of
+    ``finetuned.FinetunedSettings`` (the one list of the fine-tune's
+    settings), ``use_sections``, ``int8`` and ``vectors``."""
+    settings = [Parameter(f.name, Parameter.KEYWORD_ONLY, annotation=f.type, default=f.default)
+                for f in fields(FinetunedSettings)]
+    return Signature([Parameter("learn_from", Parameter.POSITIONAL_OR_KEYWORD, annotation=DocScope), *settings,
+                      Parameter("use_sections", Parameter.KEYWORD_ONLY, annotation=bool, default=True),
+                      Parameter("int8", Parameter.KEYWORD_ONLY, annotation=bool, default=False),
+                      Parameter("vectors", Parameter.KEYWORD_ONLY, annotation=Optional[VectorHead], default=None)],
+                     return_annotation=Model)
+
+
+def build_finetuned_member(learn_from: DocScope, *, use_sections: bool = True, int8: bool = False,
+                           vectors: Optional[VectorHead] = None, **settings: Any) -> Model:
+    """A member fine-tuned in the member-fitting step (``pipeline/fitting.py``)
+    on the sentences of its ``learn_from`` docs: the top layers of the
+    Hugging Face encoder ``name`` (resolved offline; the bottom
+    ``frozen_layers`` frozen) over the sentence paired with its heading and
+    neighbours, beside section + position -> linear -> softmax; every
+    setting of the fine-tune is an argument (``finetuned.FinetunedSettings``:
+    ``epochs``, ``learn_rate``, ``head_learn_rate``, ``weight_decay``,
+    ``warmup``, ``grad_clip``, ``batch_size``, ``max_length``,
+    ``context_chars``, ``class_weight_power``, ``balance_sources``,
+    ``source_power``, ``seed``); ``ml/finetuned.py``. ``use_sections``: the
+    heading and the section one-hot are read. ``int8``: at prediction on a
+    CPU its linear layers run in int8 (dynamic quantization). ``vectors``: a
+    ``[...vectors]`` block (``VectorHead.v1``): the same pass also gives
+    every sentence's ``rhetoric_vector`` -- one trunk, two heads."""
+    return finetuned_expert(docs=_scope(learn_from, "FinetunedMember.v1"), use_sections=use_sections, int8=int8,
+                            vectors=vectors, **settings)
+
+
+build_finetuned_member.__signature__ = _finetuned_signature()  # type: ignore[attr-defined]
+build_finetuned_member.__annotations__ = {p.name: p.annotation for p in _finetuned_signature().parameters.values()}
+registry.architectures("spacy_rhetoric.FinetunedMember.v1")(build_finetuned_member)
 
 
 @registry.architectures("spacy_rhetoric.FullPaperSentenceClassifier.v4")

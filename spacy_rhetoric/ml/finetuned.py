@@ -53,8 +53,9 @@ with it; it runs on ``util.torch_device()``, the device of spaCy's current
 ops, and hands its probabilities to the model's.
 """
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 import srsly
@@ -118,21 +119,60 @@ def pair_texts(X: Tuple[List[Doc], Ragged], texts: Sequence[str], context_chars:
     return contexts
 
 
-def finetuned_settings(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5,
-                       head_learn_rate: float = 1e-3, batch_size: int = 16, max_length: int = 128,
-                       frozen_layers: int = 2, context_chars: int = 60, class_weight_power: float = 0.5,
-                       seed: int = 0, balance_sources: bool = True, source_power: float = 0.0) -> Dict[str, Any]:
-    """The member's settings (module docstring), checked."""
-    if not 0.0 <= source_power <= 1.0:
-        raise RhetoricError(f"a fine-tuned member needs 0 <= source_power <= 1 (got {source_power})")
-    if epochs <= 0 or batch_size < 1 or max_length < 8 or context_chars < 0:
-        raise RhetoricError("a fine-tuned member needs epochs > 0, batch_size >= 1, max_length >= 8 and "
-                            f"context_chars >= 0 (got {epochs}, {batch_size}, {max_length}, {context_chars})")
-    return {"model_name": str(model_name), "epochs": float(epochs), "learn_rate": float(learn_rate),
-            "head_learn_rate": float(head_learn_rate), "batch_size": int(batch_size), "max_length": int(max_length),
-            "frozen_layers": int(frozen_layers), "context_chars": int(context_chars),
-            "class_weight_power": float(class_weight_power), "seed": int(seed),
-            "balance_sources": bool(balance_sources), "source_power": float(source_power)}
+@dataclass(frozen=True)
+class FinetunedSettings:
+    """Every setting of the member's fine-tune, written once: the config
+    block ``FinetunedMember.v1`` takes these fields as its arguments
+    (``experts.build_finetuned_member``), :func:`finetuned_expert` takes
+    them as keywords, the member records them in its ``attrs`` (saved with
+    the pipeline) and :func:`fine_tune` reads nothing else.
+
+    ``name``: the Hugging Face encoder (resolved offline); ``epochs``
+    passes over the labelled sentences in batches of ``batch_size``;
+    AdamW with ``learn_rate`` for the top layers and ``head_learn_rate`` for
+    the linear layer and the vector head, ``weight_decay``, a linear
+    warm-up over the first ``warmup`` fraction of the steps and linear
+    decay, gradients clipped to norm ``grad_clip`` (0: no clipping); pairs of
+    ``max_length`` word pieces, ``context_chars`` characters of each
+    neighbour; the bottom ``frozen_layers`` layers frozen; class weights
+    ``count ** -class_weight_power``; ``balance_sources`` /
+    ``source_power``: the draws across source corpora (module docstring);
+    ``seed``: the seed of the member's own generators (the configs set it
+    to ``${system.seed}``; torch's global generator is left as it was)."""
+
+    name: str = "sentence-transformers/all-MiniLM-L6-v2"
+    epochs: float = 1.0
+    frozen_layers: int = 2
+    learn_rate: float = 8e-5
+    head_learn_rate: float = 1e-3
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    grad_clip: float = 1.0
+    batch_size: int = 16
+    max_length: int = 128
+    context_chars: int = 60
+    class_weight_power: float = 0.5
+    balance_sources: bool = True
+    source_power: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self):
+        for field in fields(self):  # the declared types, as the config gives them (an int for a float too)
+            object.__setattr__(self, field.name, field.type(getattr(self, field.name)))
+        if not 0.0 <= self.source_power <= 1.0:
+            raise RhetoricError(f"a fine-tuned member needs 0 <= source_power <= 1 (got {self.source_power})")
+        if self.epochs <= 0 or self.batch_size < 1 or self.max_length < 8 or self.context_chars < 0:
+            raise RhetoricError("a fine-tuned member needs epochs > 0, batch_size >= 1, max_length >= 8 and "
+                                f"context_chars >= 0 (got {self.epochs}, {self.batch_size}, {self.max_length}, "
+                                f"{self.context_chars})")
+        if not 0.0 <= self.warmup <= 1.0 or self.weight_decay < 0 or self.grad_clip < 0:
+            raise RhetoricError("a fine-tuned member needs 0 <= warmup <= 1, weight_decay >= 0 and grad_clip >= 0 "
+                                f"(got {self.warmup}, {self.weight_decay}, {self.grad_clip})")
+
+    @classmethod
+    def from_attrs(cls, attrs: Dict[str, Any]) -> "FinetunedSettings":
+        """The settings a member recorded in its ``attrs``."""
+        return cls(**{field.name: attrs[field.name] for field in fields(cls)})
 
 
 def source_weights(X, pick: Sequence[int], power: float = 0.0) -> Optional[numpy.ndarray]:
@@ -152,24 +192,54 @@ def source_weights(X, pick: Sequence[int], power: float = 0.0) -> Optional[numpy
     return weights / weights.sum()
 
 
+@contextmanager
+def local_torch_seed(seed: int) -> Iterator[None]:
+    """Inside the block torch's CPU generator (and that of the CUDA device
+    the member runs on, ``util.torch_device``) start from ``seed``; after
+    it they are as they were (``torch.random.fork_rng``): the fine-tune's
+    weight initialisation and dropout draws are its own, and no other
+    part of the process sees its seed."""
+    import torch
+
+    from ..util import torch_device
+
+    device = torch_device()
+    cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.random.default_generator.manual_seed(int(seed))
+        for index in cuda:
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(int(seed))
+        yield
+
+
 def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
               y: Sequence[str], vectors: Optional[VectorHead] = None, classes_of_vectors: Sequence[str] = ()
               ) -> Tuple[FinetunedEncoder, List[str]]:
-    """Fine-tune an encoder with the member's ``attrs`` (:func:`finetuned_settings`
-    and ``use_sections``) on the rows ``pick`` of ``X`` with gold labels
-    ``y``; ``texts`` and ``context``: every row's text and
-    ``members.context_matrix``. With ``vectors`` (a :class:`VectorHead`),
-    its head learns too, from ``classes_of_vectors`` (one class per row of
-    ``pick``), its loss times its weight added to the cross-entropy of each
-    batch. Returns the encoder and its classes."""
+    """Fine-tune an encoder with the :class:`FinetunedSettings` the member
+    recorded in its ``attrs`` (and its ``use_sections``) on the rows ``pick``
+    of ``X`` with gold labels ``y``; ``texts`` and ``context``: every row's
+    text and ``members.context_matrix``. With ``vectors`` (a
+    :class:`VectorHead`), its head learns too, from ``classes_of_vectors``
+    (one class per row of ``pick``), its loss times its weight added to the
+    cross-entropy of each batch. Every draw comes from generators seeded
+    with ``seed`` (:func:`local_torch_seed`, a numpy ``RandomState``): the
+    same settings and data give the same encoder. Returns the encoder and
+    its classes."""
+    with local_torch_seed(int(attrs["seed"])):
+        return _fine_tune(FinetunedSettings.from_attrs(attrs), bool(attrs["use_sections"]), X, texts, context,
+                          pick, y, vectors, classes_of_vectors)
+
+
+def _fine_tune(settings: FinetunedSettings, use_sections: bool, X, texts, context, pick, y, vectors,
+               classes_of_vectors) -> Tuple[FinetunedEncoder, List[str]]:
     import torch
 
     from .training_loop import train_loop
 
     classes = sorted(set(y))
-    torch.manual_seed(attrs["seed"])
-    runtime = FinetunedEncoder(attrs["model_name"], attrs["frozen_layers"], context.shape[1], len(classes),
-                               attrs["max_length"], vector_width=vectors.width if vectors is not None else 0,
+    runtime = FinetunedEncoder(settings.name, settings.frozen_layers, context.shape[1], len(classes),
+                               settings.max_length, vector_width=vectors.width if vectors is not None else 0,
                                vector_pooling=vectors.pooling if vectors is not None else "pair")
     metric = None
     if vectors is not None:
@@ -180,22 +250,22 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
         metric.initialize(len(vector_classes), vectors.width)
         metric.set_labels(vector_classes)
         metric.to(runtime.device)
-    contexts = pair_texts(X, texts, attrs["context_chars"], attrs["use_sections"])
+    contexts = pair_texts(X, texts, settings.context_chars, use_sections)
     rows_context = context[list(pick)]
     target = numpy.asarray([classes.index(label) for label in y], dtype="int64")
     counts = numpy.bincount(target, minlength=len(classes)).astype("float64")
-    weights = counts ** -attrs["class_weight_power"]
+    weights = counts ** -settings.class_weight_power
     weights = weights / (weights[target].mean())
     loss_fn = torch.nn.CrossEntropyLoss(weight=torch.as_tensor(weights, dtype=torch.float32, device=runtime.device))
-    size = attrs["batch_size"]
+    size = settings.batch_size
     per_epoch = max(1, len(pick) // size)
-    n_epochs = int(numpy.ceil(attrs["epochs"]))
-    total = max(1, int(round(attrs["epochs"] * per_epoch)))
-    generator = numpy.random.RandomState(attrs["seed"])
+    n_epochs = int(numpy.ceil(settings.epochs))
+    total = max(1, int(round(settings.epochs * per_epoch)))
+    generator = numpy.random.RandomState(settings.seed)
     # Each epoch's order, drawn up front (the same draws as one per epoch), so
     # that the frozen layers run only on the sentences the steps will read
     # (a fraction of them when ``epochs`` < 1).
-    draw = source_weights(X, pick, attrs.get("source_power", 0.0)) if attrs.get("balance_sources") else None
+    draw = source_weights(X, pick, settings.source_power) if settings.balance_sources else None
     orders = [generator.permutation(len(pick)) if draw is None else
               generator.choice(len(pick), size=per_epoch * size, replace=True, p=draw) for _ in range(n_epochs)]
     used = numpy.unique(numpy.concatenate([order[: per_epoch * size] for order in orders])[: total * size])
@@ -226,14 +296,14 @@ def fine_tune(attrs: Dict[str, Any], X, texts: Sequence[str], context: numpy.nda
     if metric is not None:  # the vector head and the loss's own weights (ArcFace, softmax) learn as the head does
         heads += list(trainable["vectors"].parameters()) + list(metric.parameters())
     optimizer = torch.optim.AdamW([
-        {"params": list(trainable["top"].parameters()), "lr": attrs["learn_rate"]},
-        {"params": heads, "lr": attrs["head_learn_rate"]}], weight_decay=0.01)
-    warmup = max(1, int(0.1 * total))
+        {"params": list(trainable["top"].parameters()), "lr": settings.learn_rate},
+        {"params": heads, "lr": settings.head_learn_rate}], weight_decay=settings.weight_decay)
+    warmup = max(1, int(settings.warmup * total))
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (total - step) / total))
     trainable.train()
     train_loop(trainable, optimizer, scheduler, epoch_batches, batch_loss, epochs=n_epochs, total=total,
-               grad_clip=1.0, progress=f"fine-tuning {attrs['model_name']}")
+               grad_clip=settings.grad_clip, progress=f"fine-tuning {settings.name}")
     trainable.eval()
     return runtime, classes
 
@@ -255,7 +325,7 @@ class FinetunedShim(MemberShim):
             classes_of_vectors = [str(fine[i]) if fine[i] else str(label) for i, label in zip(pick, y)]
         runtime, classes = fine_tune(member.attrs, X, texts, context, pick, y, self.vectors, classes_of_vectors)
         self.cfg.update({"classes": classes, "n_context": int(context.shape[1]),
-                         "model_name": member.attrs["model_name"], "frozen_layers": member.attrs["frozen_layers"],
+                         "model_name": member.attrs["name"], "frozen_layers": member.attrs["frozen_layers"],
                          "max_length": member.attrs["max_length"], "vector_width": runtime.vector_width,
                          "vector_pooling": runtime.vector_pooling,
                          "vector_classes": sorted(set(classes_of_vectors))})
@@ -301,21 +371,19 @@ class FinetunedShim(MemberShim):
         return FinetunedShim(self.vectors).from_bytes(self.to_bytes())
 
 
-def finetuned_expert(model_name: str, epochs: float = 1.0, learn_rate: float = 8e-5, head_learn_rate: float = 1e-3,
-                     batch_size: int = 16, max_length: int = 128, frozen_layers: int = 2, context_chars: int = 60,
-                     class_weight_power: float = 0.5, seed: int = 0, docs: str = "papers", use_sections: bool = True,
-                     int8: bool = False, vectors: Optional[VectorHead] = None, balance_sources: bool = True,
-                     source_power: float = 0.0) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
-    """A member fine-tuned at initialize (module docstring): the top layers
-    of the Hugging Face encoder ``model_name`` over the sentence paired with
-    its heading and neighbours, beside section + position -> linear ->
-    softmax. ``int8``: at prediction on a CPU, the encoder's linear layers
-    run in int8 (:meth:`FinetunedEncoder.inference_encoder`). ``vectors``:
-    a :class:`VectorHead`: the member also gives every sentence's vector
-    (``members._member_forward``), from the same pass."""
-    settings = finetuned_settings(model_name, epochs, learn_rate, head_learn_rate, batch_size, max_length,
-                                  frozen_layers, context_chars, class_weight_power, seed, balance_sources,
-                                  source_power)
-    return fitted_member("finetuned_expert", FinetunedShim(vectors), {**settings, "int8": bool(int8)}, docs=docs,
+def finetuned_expert(name: str = FinetunedSettings.name, *, docs: str = "papers", use_sections: bool = True,
+                     int8: bool = False, vectors: Optional[VectorHead] = None, **settings: Any
+                     ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """A member fine-tuned by the member-fitting step (module docstring):
+    the top layers of the Hugging Face encoder ``name`` over the sentence
+    paired with its heading and neighbours, beside section + position ->
+    linear -> softmax; ``settings``: the other fields of
+    :class:`FinetunedSettings`. ``docs``: the docs it learns from
+    (``members.SCOPES``); ``use_sections``: the heading and the section
+    one-hot are read. ``int8``: at prediction on a CPU, the encoder's linear
+    layers run in int8 (:meth:`FinetunedEncoder.inference_encoder`).
+    ``vectors``: a :class:`VectorHead`: the member also gives every
+    sentence's vector (``members._member_forward``), from the same pass."""
+    recorded = asdict(FinetunedSettings(name=name, **settings))
+    return fitted_member("finetuned_expert", FinetunedShim(vectors), {**recorded, "int8": bool(int8)}, docs=docs,
                          use_sections=use_sections)
-

@@ -29,7 +29,8 @@ member of the other docs); the other rows get a uniform row that ``experts``
 weighs 0. Members: ``tfidf_member.py`` (scikit-learn), ``finetuned.py``
 (torch).
 """
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy
 from spacy.tokens import Doc
@@ -52,9 +53,60 @@ _SECTION_INDEX = {name: i for i, name in enumerate(SENTENCE_SECTIONS)}
 
 # ---------------------------------------------------------------- the interface
 
+@runtime_checkable
+class Member(Protocol):
+    """The one interface of a member's learned part, what the pipe calls
+    (through :func:`fit_members` and the member's forward pass), as spaCy
+    types a span categorizer's ``Suggester``. Each member's shim (a thinc
+    ``Shim``: serialised, moved and freed with the model) implements it;
+    :class:`MemberShim` is the base with the shared parts."""
+
+    @property
+    def fitted(self) -> bool:
+        """Whether it has learned (a member not fitted is silent)."""
+        ...
+
+    @property
+    def vector_width(self) -> int:
+        """Width of the vectors it gives after its probabilities (0: none)."""
+        ...
+
+    def fit(self, member: Model, X, texts: Sequence[str], context: numpy.ndarray, pick: Sequence[int],
+            y: Sequence[str], labels: Sequence[str]) -> None:
+        """Learn from the rows ``pick`` of ``X`` with gold labels ``y``, with
+        the settings the ``member`` recorded in its ``attrs``."""
+        ...
+
+    def predict_with_vectors(self, member: Model, X, texts: Sequence[str], context: numpy.ndarray
+                             ) -> Tuple[numpy.ndarray, List[str], numpy.ndarray]:
+        """Probabilities, their labels and every row's vector, one pass."""
+        ...
+
+    def unfit(self) -> None:
+        """Forget what was learned."""
+        ...
+
+
+@dataclass(frozen=True)
+class DocScope:
+    """The docs a member learns from, a registered block
+    (``spacy_rhetoric.papers.v1``: the full papers, ``segments.is_paper``;
+    ``spacy_rhetoric.other_docs.v1``: abstracts and plain text); ``name``
+    is what the member records (``attrs["docs"]``)."""
+
+    name: str
+
+    def __post_init__(self):
+        if self.name not in SCOPES:
+            raise RhetoricError(f"Unknown docs {self.name!r} for a fitted member: use one of {SCOPES}")
+
+
+PAPERS, OTHER_DOCS = DocScope("papers"), DocScope("others")
+
+
 class MemberShim(Shim):
-    """The learned part of a fitted member (module docstring). ``_model``:
-    None until fitted."""
+    """The learned part of a fitted member (module docstring), a
+    :class:`Member`. ``_model``: None until fitted."""
 
     def __init__(self, model: Any = None, config: Optional[Dict[str, Any]] = None):
         super().__init__(model, config=config)
@@ -94,16 +146,16 @@ class MemberShim(Shim):
         """Nothing by default (scikit-learn runs on the CPU)."""
 
 
-def fitted_member(name: str, shim: MemberShim, attrs: Dict[str, Any], docs: str = "papers",
+def fitted_member(name: str, shim: MemberShim, attrs: Dict[str, Any], docs: Any = "papers",
                   use_sections: bool = True) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The thinc model of a fitted member: ``shim`` holds what it learns,
     ``attrs`` its settings (module docstring)."""
-    if docs not in SCOPES:
-        raise RhetoricError(f"Unknown docs {docs!r} for a fitted member: use one of {SCOPES}")
+    docs = DocScope(docs.name if isinstance(docs, DocScope) else docs).name
+    if not isinstance(shim, Member) or not isinstance(shim, Shim):
+        raise RhetoricError(f"a fitted member's learned part is a thinc Shim with the Member interface, got {shim!r}")
     return Model(name if docs == "papers" else f"{name}_{docs}", _member_forward, init=_member_init,
                  dims={"nO": None}, shims=[shim],
-                 attrs={FITTED: True, "docs": docs, "use_sections": bool(use_sections), "silent_sections": [],
-                        "paper_sections": [], **attrs})
+                 attrs={FITTED: True, "docs": docs, "use_sections": bool(use_sections), **attrs})
 
 
 def is_fitted_member(model: Model) -> bool:
@@ -120,15 +172,18 @@ def fitted_members(model: Model) -> List[Model]:
     return [node for node in model.walk() if is_fitted_member(node)]
 
 
-def speaks(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool = False) -> numpy.ndarray:
-    """1.0 on the rows of ``X`` a fitted member learns from (``is_train``)
-    or speaks on (module docstring)."""
+def speaks(model: Model, X: Tuple[List[Doc], Ragged], silent_sections: Sequence[str] = (),
+           paper_sections: Sequence[str] = ()) -> numpy.ndarray:
+    """1.0 on the rows of ``X`` of the docs a fitted member learns from
+    (its ``docs``), less the rows of a paper's ``silent_sections`` (a member
+    of the papers) or plus those of its ``paper_sections`` (a member of the
+    other docs); the mixture passes the sections its weights give
+    (``experts.speaking_sections``), module docstring."""
     if model.attrs.get("docs", "papers") == "others":
-        also = () if is_train else model.attrs.get("paper_sections", ())
         on_papers = paper_rows(X)
-        # + at prediction the rows of papers in its ``paper_sections`` (e.g. a paper's abstract)
-        return 1.0 - on_papers + (on_papers - paper_rows(X, also) if also else 0.0)
-    return paper_rows(X, () if is_train else model.attrs.get("silent_sections", ()))
+        # + the rows of papers in ``paper_sections`` (e.g. a paper's abstract)
+        return 1.0 - on_papers + (on_papers - paper_rows(X, paper_sections) if paper_sections else 0.0)
+    return paper_rows(X, silent_sections)
 
 
 def _member_init(model: Model, X=None, Y=None) -> None:
@@ -143,9 +198,16 @@ def member_vector_width(model: Model) -> int:
 
 
 def _member_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
-    """Per row the member's probabilities where it speaks (else uniform)
-    and, with a vector width (:func:`member_vector_width`), every row's
-    vector after them: ``[n, n_labels + width]``, one pass."""
+    """:func:`predict_member` on every row of the docs the member learns from."""
+    return predict_member(model, X), lambda dY: []
+
+
+def predict_member(model: Model, X: Tuple[List[Doc], Ragged], silent_sections: Sequence[str] = (),
+                   paper_sections: Sequence[str] = ()):
+    """Per row the member's probabilities where it speaks (:func:`speaks`
+    with these sections; else uniform) and, with a vector width
+    (:func:`member_vector_width`), every row's vector after them:
+    ``[n, n_labels + width]``, one pass, an array of the model's ops."""
     shim = model.shims[0]
     n_rows = int(to_host(X[1].lengths).sum())
     labels = list(shim.cfg.get("labels", [])) if shim.fitted else []
@@ -153,7 +215,8 @@ def _member_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     width = member_vector_width(model)
     out = numpy.full((n_rows, n_out), 1.0 / n_out, dtype="float32")
     vectors = numpy.zeros((n_rows, width), dtype="float32")
-    speak = speaks(model, X) > 0 if shim.fitted and n_rows else numpy.zeros((n_rows,), dtype=bool)
+    speak = (speaks(model, X, silent_sections, paper_sections) > 0 if shim.fitted and n_rows
+             else numpy.zeros((n_rows,), dtype=bool))
     run = numpy.ones((n_rows,), dtype=bool) if width else speak  # vectors: every row
     if run.any():
         sub, rows = subset(X, run)
@@ -171,7 +234,7 @@ def _member_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
             start += n
     if width:
         out = numpy.concatenate([out, vectors], axis=1)
-    return model.ops.asarray2f(out), lambda dY: []
+    return model.ops.asarray2f(out)
 
 
 def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Sequence[Optional[str]],

@@ -24,6 +24,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
+from ..errors import RhetoricError
 from ..linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from .devices import to_host
 from .members import MemberShim, context_matrix, fitted_member, neighbour_rows
@@ -63,9 +64,10 @@ class TfidfShim(MemberShim):
             vec_params.update({"normalize_digits": True, "token_pattern": r"(?u)\b\w+\b"})
         try:
             vectorizer = new_tfidf(vec_params).fit(list(texts))
-        except ValueError:  # no term in min_df docs: too little text to fit
-            vec_params["min_df"] = 1
-            vectorizer = new_tfidf(vec_params).fit(list(texts))
+        except ValueError as err:  # no term in min_df sentences: too little text for the setting
+            raise RhetoricError(f"TF-IDF member {member.name}: no term occurs in min_df = {attrs['min_df']} of its "
+                                f"{len(texts)} training sentences ({err}); give it more text or set a lower "
+                                "min_df in its config block") from err
         features = tfidf_features(member, X, texts, vectorizer, context)
         classifier = LogisticRegression(**params).fit(features[list(pick)], list(y))
         self.cfg["state"] = {"vectorizer": tfidf_to_dict(vectorizer, vec_params),

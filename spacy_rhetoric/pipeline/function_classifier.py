@@ -364,8 +364,12 @@ class FunctionClassifier(SentencePipe):
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None,
                    labels: Optional[Iterable[str]] = None) -> None:
-        """As ``SentencePipe.initialize``; with ``class_weight_power > 0`` also
-        count the gold labels of ``get_examples()`` and set the class weights."""
+        """As ``SentencePipe.initialize`` (labels and sizes); with
+        ``class_weight_power > 0`` also count the gold labels of
+        ``get_examples()`` and set the class weights. Nothing is trained
+        here: a model with fitted members (``ml/members.py``) learns them in
+        :meth:`fit_members`, the explicit step ``spacy train`` runs from the
+        config (``spacy_rhetoric.fit_members.v1``, ``pipeline/fitting.py``)."""
         super().initialize(get_examples, nlp=nlp, labels=labels)
         power = self.cfg.get("class_weight_power", 0.0)
         self.cfg["class_weights"] = None
@@ -375,24 +379,27 @@ class FunctionClassifier(SentencePipe):
                 counts = Counter(label for eg in get_examples()
                                  for label in example_sentences(eg, self.gold_field)[1] if label is not None)
             self.cfg["class_weights"] = class_weights([counts[label] for label in self.labels], power)
-        self._fit_closed_form(get_examples)
 
-    def _fit_closed_form(self, get_examples: Callable[[], Iterable[Example]],
-                         members: Optional[Sequence[Model]] = None) -> None:
-        """Fit the model's closed-form members (``ml/members.py``; or
-        ``members`` of them), if any, on every gold sentence of
-        ``get_examples()``: the reference docs, whose sections are the true
-        ones (a training corpus may drop sections from the predicted side)."""
+    def fit_members(self, get_examples: Callable[[], Iterable[Example]],
+                    members: Optional[Sequence[Model]] = None) -> Dict[str, Dict[str, int]]:
+        """Fit the model's fitted members (``ml/members.py``; or ``members``
+        of them), each with the settings of its config block, on every gold
+        sentence of ``get_examples()``: the reference docs, whose sections
+        are the true ones (a training corpus may drop sections from the
+        predicted side). Call it after :meth:`initialize` (the labels);
+        returns the counts of ``members.fit_members`` (empty: no member)."""
         members = fitted_members(self.model) if members is None else list(members)
         if not members:
-            return
+            return {}
+        if not self.labels:
+            raise RhetoricError(f"[{self.name}] fit_members needs the labels: initialize the pipe first")
         docs, offsets, gold = [], [], []
         for eg in get_examples():
             doc_offsets, doc_gold = example_sentences(Example(eg.reference, eg.reference), self.gold_field)
             docs.append(eg.reference)
             offsets.append(doc_offsets)
             gold.extend(doc_gold)
-        fit_members(members, (docs, make_indices(NumpyOps(), offsets)), gold, self.labels)
+        return fit_members(members, (docs, make_indices(NumpyOps(), offsets)), gold, self.labels)
 
     def _row_weights(self, truths: List[Truth]) -> Optional[numpy.ndarray]:
         """Per-row loss weights (None: all 1)."""
