@@ -1,6 +1,5 @@
-"""The full-paper sentence classifier: a section-aware network and members
-fitted when the pipe is initialized, each a block of the config, mixed with
-weights stated per scope.
+"""The full-paper sentence classifier: a section-aware network and fitted
+members, each a block of the config, mixed with weights stated per scope.
 
 ``spacy_rhetoric.FullPaperSentenceClassifier.v4`` takes its parts as nested
 config blocks, as spaCy's ``TextCatEnsemble.v2`` does::
@@ -8,19 +7,25 @@ config blocks, as spaCy's ``TextCatEnsemble.v2`` does::
     [model]                     FullPaperSentenceClassifier.v4: forced_sections, forced_label
     [model.network]             SectionAwareNetwork.v1: trunk + section one-hot + CRF (the one member trained by gradient)
     [model.network.tok2vec]
-    [model.members.tfidf]       TfidfMember.v1 (learn_from = "papers")
-    [model.members.abstracts]   TfidfMember.v1 (learn_from = "others", use_sections = false)
-    [model.members.finetuned]   FinetunedMember.v1
+    [model.members.tfidf]       TfidfMember.v1 (+ [.learn_from] spacy_rhetoric.papers.v1)
+    [model.members.abstracts]   TfidfMember.v1 (+ [.learn_from] spacy_rhetoric.other_docs.v1; use_sections = false)
+    [model.members.finetuned]   FinetunedMember.v1 (+ [.learn_from], [.vectors]; seed = ${system.seed})
     [model.weights.paper_body]      network = 0.2, tfidf = 0.4, finetuned = 0.4
     [model.weights.paper_abstract]  ...
     [model.weights.other_docs]      network = 0.4, abstracts = 0.6
 
-The members (``ml/members.py``; ``ml/tfidf_member.py``: TF-IDF logistic
-regressions fitted by scikit-learn; ``ml/finetuned.py``: the top layers of a sentence-transformers
-model fine-tuned on the papers' sentences) are fitted by
-``rhetoric_function_classifier.initialize`` and have no loss: in training
-the model is the network alone. A member learns from the docs of its
-``learn_from`` ("papers": full papers, ``segments.is_paper``; "others":
+The members (``ml/members.py``: the :class:`members.Member` interface;
+``ml/tfidf_member.py``: TF-IDF logistic regressions fitted by scikit-learn;
+``ml/finetuned.py``: the top layers of a sentence-transformers model
+fine-tuned on the papers' sentences) have no loss: in training the model is
+the network alone. ``initialize`` sizes and labels and fits no member; they
+are fitted by the member-fitting step (``pipeline/fitting.py``: in a
+training config ``[training.before_update]``
+``spacy_rhetoric.fit_members.v1``, which ``spacy train`` runs before its
+first update; in code ``fit_pipeline_members(nlp, examples)``), each with
+every setting stated in its block and recorded in its ``attrs``. A member
+learns from the docs of its ``learn_from`` block (``spacy_rhetoric.papers.v1``:
+full papers, ``segments.is_paper``; ``spacy_rhetoric.other_docs.v1``:
 abstracts and plain text).
 
 The weights: one table per scope of a sentence -- ``paper_body`` (a full
@@ -30,9 +35,17 @@ naming the network and members; a name left out has weight 0 there. At
 prediction each sentence's probabilities are the weighted sum of those of
 the network and members with these exact weights (``mixture_weights`` reads
 them back from a built model); only a member not fitted (no training doc of
-its kind) gives its weight to the network. Adding a member: register a
-builder that returns a fitted member (``members.fitted_member``) and add its
-block and its weights to the config.
+its kind) gives its weight to the network. What the mixture derives from
+the weights (the sections of a paper each member runs on,
+:func:`speaking_sections`) it records in its own ``attrs["sections"]``;
+it never writes into a member's settings.
+
+Adding a member is one registered function and one config block: register
+a builder that returns ``members.fitted_member(name, shim, settings,
+docs=learn_from.name)``, where ``shim`` (a thinc ``Shim``) implements
+:class:`members.Member` (``fit``, ``predict_with_vectors``, ``fitted``,
+``vector_width``, ``unfit``) and ``settings`` are the builder's arguments;
+add its entry point in ``setup.py`` and its block and weights to the config.
 
 Why a mixture: on full papers the network and a lexical model of the
 sentence, its neighbours, its section and its position make different

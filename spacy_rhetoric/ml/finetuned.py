@@ -1,7 +1,8 @@
 """A member of the full-paper mixture (``ml/experts.py``) that fine-tunes the
 top layers of a Hugging Face encoder (all-MiniLM-L6-v2 by default) on the
-sentences of the full papers when the pipe is initialized, where the
-closed-form members (``ml/tfidf_member.py``) are fitted.
+sentences of the full papers in the member-fitting step
+(``pipeline/fitting.py``), where the closed-form members
+(``ml/tfidf_member.py``) are fitted.
 
 Why. On the MuLMS-AZ folds (``benchmarks/fullpaper/bench_fullpaper.py``) a logistic
 regression over *frozen* MiniLM vectors was the weakest member; the same
@@ -10,7 +11,7 @@ better than every other member. Fine-tuning needs gradients
 through the encoder, which the closed-form members do not have, and the
 network member's tok2vec is trained for thousands of ``spacy train`` steps
 over whole docs, far too long for a transformer on a CPU; fitting it once,
-like the other members, on the reference sentences at initialize costs a
+like the other members, on the reference sentences before training costs a
 few CPU minutes.
 
 What it reads: each sentence as a pair of texts, the sentence itself and
@@ -24,9 +25,11 @@ through a linear layer and a softmax.
 How it learns: the word embeddings and the bottom ``frozen_layers`` layers
 stay as they are, so their outputs are computed once per sentence
 (inference mode) and cached; the top layers and the linear layer are
-trained with AdamW (``learn_rate`` and ``head_learn_rate``, linear warm-up
-over the first 10 % of the steps and linear decay), ``epochs`` passes in
-batches of ``batch_size`` sentences drawn by a seeded generator, by the
+trained with AdamW (``learn_rate`` and ``head_learn_rate``, ``weight_decay``,
+linear warm-up over the first ``warmup`` fraction of the steps and linear
+decay, gradients clipped to ``grad_clip``), ``epochs`` passes in batches of
+``batch_size`` sentences drawn by generators seeded with ``seed`` (torch's
+forked for the fit, :func:`local_torch_seed`, so no global state changes), by the
 project's one torch loop (``ml.training_loop.train_loop``, with its progress
 bar), weighted cross-entropy (class weights ``count ** -class_weight_power``,
 normalised to mean 1 over the sentences). ``balance_sources``: when the

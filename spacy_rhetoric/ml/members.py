@@ -1,33 +1,37 @@
-"""Members of the full-paper mixture (``ml/experts.py``) that are fitted when
-the pipe is initialized, not trained by ``spacy train``'s gradient steps:
-the interface they share and the features they read.
+"""Members of the full-paper mixture (``ml/experts.py``) that are fitted by
+the member-fitting step (``pipeline/fitting.py``), not trained by ``spacy
+train``'s gradient steps nor by ``initialize``: the interface they share and
+the features they read.
 
-A fitted member is a thinc ``Model`` (``attrs["fitted"] = True``) whose
-learned part lives in its one shim, a :class:`MemberShim` -- the way thinc
-holds what is not thinc (``PyTorchShim``, spacy-transformers' ``HFShim``):
-thinc serialises it with the model (``to_bytes``/``from_bytes``, plain data:
-no pickle), moves it with the model (``to_device``) and frees it with the
-model. The shim is the interface:
+A fitted member is a thinc ``Model`` (``attrs["fitted"] = True``; its other
+``attrs``: the settings of its config block, as its builder received them)
+whose learned part lives in its one shim -- the way thinc holds what is not
+thinc (``PyTorchShim``, spacy-transformers' ``HFShim``): thinc serialises it
+with the model (``to_bytes``/``from_bytes``, plain data: no pickle), moves it
+with the model (``to_device``) and frees it with the model. The shim
+implements the one interface, the :class:`Member` protocol (its base:
+:class:`MemberShim`):
 
 - ``fit(member, X, texts, context, pick, y, labels)``: learn from the rows
   ``pick`` of ``X`` with gold labels ``y`` (``texts``: every row's text;
-  ``context``: :func:`context_matrix`);
-- ``predict(member, X, texts, context)``: ``(probabilities, their labels)``
-  on every row of ``X``;
+  ``context``: :func:`context_matrix`), with the settings in ``member.attrs``;
+- ``predict_with_vectors(member, X, texts, context)``: ``(probabilities,
+  their labels, vectors)`` on every row of ``X``;
 - ``fitted``: False before ``fit`` (or after a fit with fewer than two
   labels): the member is then silent and ``experts`` gives its weight to the
-  network.
+  network; ``vector_width``; ``unfit``.
 
-``rhetoric_function_classifier.initialize`` calls :func:`fit_members` with
-every gold sentence of the training corpus (the reference docs: their
-sections are the true ones); each member learns from the docs of its kind
-(``docs``: "papers", the full papers, ``segments.is_paper``; "others",
+``FunctionClassifier.fit_members`` (called by the member-fitting step)
+calls :func:`fit_members` with every gold sentence of the training corpus
+(the reference docs: their sections are the true ones); each member learns
+from the docs of its ``learn_from`` block (:class:`DocScope`, recorded as
+``docs``: "papers", the full papers, ``segments.is_paper``; "others",
 abstracts and plain text), each distinct text once. At prediction a member
-computes only the rows where it speaks (:func:`speaks`: its kind of doc,
-less its ``silent_sections`` of a paper, plus its ``paper_sections`` for a
-member of the other docs); the other rows get a uniform row that ``experts``
-weighs 0. Members: ``tfidf_member.py`` (scikit-learn), ``finetuned.py``
-(torch).
+computes only the rows where it speaks (:func:`speaks`: its kind of doc, less
+the ``silent_sections`` of a paper, plus the ``paper_sections`` for a member
+of the other docs, both given by the mixture, ``experts.speaking_sections``);
+the other rows get a uniform row that ``experts`` weighs 0. Members:
+``tfidf_member.py`` (scikit-learn), ``finetuned.py`` (torch).
 """
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable

@@ -1,6 +1,8 @@
 """A fitted member of the full-paper mixture (``ml/members.py``): a
 scikit-learn logistic regression over TF-IDF features, fitted in closed form
-when the pipe is initialized.
+by the member-fitting step (``pipeline/fitting.py``), with the settings of
+its ``TfidfMember.v1`` block (``min_df`` too high for the data is an error,
+never lowered behind the config's back).
 
 Why. On full papers a logistic regression over TF-IDF features of the
 sentence and its neighbours, with the section and the position, fitted to
