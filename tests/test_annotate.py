@@ -16,7 +16,7 @@ from spacy.vocab import Vocab
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
-from spacy_rhetoric.apps.annotate import RECORD_FIELDS, annotate_corpus
+from spacy_rhetoric.apps.annotate import RECORD_FIELDS, AnnotateSettings, annotate_corpus
 from spacy_rhetoric.cli import _load_commands, app
 from spacy_rhetoric.corpus_builder import CorpusBuildError
 from spacy_rhetoric.io import PathError
@@ -56,10 +56,9 @@ def outputs(out_dir):
             [(d.text, user_data_items(d)) for d in docs])
 
 
-def run(model_dir, papers, out, **kw):
-    kw.setdefault("vectors", True)
-    kw.setdefault("spacy", True)
-    return annotate_corpus(model_dir, [papers], out, batch_size=2, **kw)
+def run(model_dir, papers, out, on_shard=None, **options):
+    options = {"vectors": True, "spacy": True, "batch_size": 2, **options}
+    return annotate_corpus(model_dir, [papers], out, AnnotateSettings(**options), on_shard=on_shard)
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +172,8 @@ def test_n_process_workers_do_not_warn_about_hooks(model_dir, papers, tmp_path):
     the workers' warnings)."""
     import subprocess
 
-    code = ("import sys; from spacy_rhetoric.apps.annotate import annotate_corpus; "
-            "annotate_corpus(sys.argv[1], [sys.argv[2]], sys.argv[3], batch_size=2, n_process=2)")
+    code = ("import sys; from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus; "
+            "annotate_corpus(sys.argv[1], [sys.argv[2]], sys.argv[3], AnnotateSettings(batch_size=2, n_process=2))")
     done = subprocess.run([sys.executable, "-c", code, str(model_dir), str(papers), str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -261,7 +260,7 @@ def test_bad_inputs_and_outputs_are_clear_errors(model_dir, papers, tmp_path):
     with pytest.raises(CorpusBuildError, match="existing directory"):
         annotate_corpus(model_dir, [papers], tmp_path / "o2")
     with pytest.raises(CorpusBuildError, match="nothing to write"):
-        annotate_corpus(model_dir, [papers], tmp_path / "o3", jsonl=False)
+        annotate_corpus(model_dir, [papers], tmp_path / "o3", AnnotateSettings(jsonl=False))
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "a.bin").write_bytes(b"\x00")

@@ -14,7 +14,7 @@ from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
 import spacy_rhetoric
-from spacy_rhetoric.corpus_builder import CorpusBuildError, build_corpus, normalise_text, valid_papers
+from spacy_rhetoric.corpus_builder import BuildSettings, CorpusBuildError, build_corpus, normalise_text, valid_papers
 from spacy_rhetoric.jobs import JobError, discover_inputs, import_distributed
 from spacy_rhetoric.jobs.settings import import_code
 from spacy_rhetoric.pipeline.single_sentence import sentence_doc
@@ -80,9 +80,9 @@ def outputs(out_dir: Path):
     return res
 
 
-def build(corpus, out, **kw):
-    kw.setdefault("n", 3)
-    return build_corpus([corpus], out, phrases=PHRASES, batch_size=8, **kw)
+def build(corpus, out, on_shard=None, **options):
+    options = {"n": 3, "batch_size": 8, **options}
+    return build_corpus([corpus], out, PHRASES, BuildSettings(**options), on_shard=on_shard)
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +268,7 @@ def test_malformed_inputs_skipped_and_counted(corpus, tmp_path):
         + json.dumps({"paper_id": "J1", "no_text": 1}) + "\n"
         + json.dumps({"paper_id": "J2", "text": "Our system outperforms the baseline on parsing."}) + "\n"
     )
-    summary = build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
+    summary = build_corpus([src], tmp_path / "out", PHRASES, BuildSettings(n=3))
     assert summary["inputs"] == 4 and summary["inputs_skipped"] == 2
     reasons = {s["input"]: s["reason"] for s in summary["skipped"]}
     assert set(reasons) == {"broken.xml", "empty.txt"}
@@ -283,7 +283,7 @@ def test_malformed_inputs_skipped_and_counted(corpus, tmp_path):
 def test_spacy_input_roundtrip(reference, tmp_path):
     """The .spacy output is itself a valid input (one paper per Doc)."""
     out = reference[0]
-    summary = build_corpus([out / "train.spacy"], tmp_path / "again", phrases=PHRASES, n=3)
+    summary = build_corpus([out / "train.spacy"], tmp_path / "again", PHRASES, BuildSettings(n=3))
     train = [json.loads(l) for l in (out / "train.jsonl").read_text().splitlines()]
     assert summary["sentences"] == len(train)
     assert summary["labeled"] == len(train)  # every sentence was labeled before
@@ -300,7 +300,7 @@ def test_real_reference_papers(shared_data, tmp_path):
     phrases = [("Reference to tables or figures", "table 1 shows the"),
                ("Showing the aim of the paper", "in this paper we describe"),
                ("Showing brief introduction to the methodology", "we present a novel")]
-    summary = build_corpus([src], tmp_path / "out", phrases=phrases, n=3)
+    summary = build_corpus([src], tmp_path / "out", phrases, BuildSettings(n=3))
     assert summary["papers"] == 2 and summary["inputs_skipped"] == 0
     assert summary["sentences"] > 200
     assert summary["labeled"] >= 1
@@ -353,20 +353,20 @@ def test_short_phrases_only_with_min_phrase_length(tmp_path):
     src.mkdir()
     (src / "a.txt").write_text("We use a parser.\nThe sky is blue.\n", encoding="utf8")
     phrases = PHRASES + [("Restatement of the aim or method", "we use")]
-    default = build_corpus([src], tmp_path / "d", phrases=phrases, n=3)
+    default = build_corpus([src], tmp_path / "d", phrases, BuildSettings(n=3))
     assert default["labeled"] == 0
     assert json.loads((tmp_path / "d" / "build_config.json").read_text())["min_phrase_length"] == 3
-    short = build_corpus([src], tmp_path / "s", phrases=phrases, n=3, min_phrase_length=2)
+    short = build_corpus([src], tmp_path / "s", phrases, BuildSettings(n=3, min_phrase_length=2))
     assert short["labeled"] == 1
     assert short["per_label"] == {"Restatement of the aim or method": 1}
     with pytest.raises(CorpusBuildError, match="min_phrase_length"):
-        build_corpus([src], tmp_path / "x", phrases=phrases, n=3, min_phrase_length=4)
+        build_corpus([src], tmp_path / "x", phrases, BuildSettings(n=3, min_phrase_length=4))
 
 
 def test_empty_input_directory_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(CorpusBuildError, match="no input files"):
-        build_corpus([tmp_path / "empty"], tmp_path / "out", phrases=PHRASES, n=3)
+        build_corpus([tmp_path / "empty"], tmp_path / "out", PHRASES, BuildSettings(n=3))
 
 
 def _phrase_file(tmp_path: Path) -> Path:
@@ -386,9 +386,9 @@ def _small_input(src: Path) -> Path:
 def test_output_inside_input_folder_is_never_read(tmp_path):
     """Issue 9 item 5: `label DIR -o DIR/out` twice does not read its own outputs back."""
     src = _small_input(tmp_path / "in")
-    first = build_corpus([src], src / "out", phrases=PHRASES, n=3)
+    first = build_corpus([src], src / "out", PHRASES, BuildSettings(n=3))
     first_files = outputs(src / "out")
-    second = build_corpus([src], src / "out", phrases=PHRASES, n=3)
+    second = build_corpus([src], src / "out", PHRASES, BuildSettings(n=3))
     assert first["inputs"] == second["inputs"] == 2
     assert second["inputs_resumed"] == 2 and second["inputs_labeled_this_run"] == 0
     assert outputs(src / "out") == first_files
@@ -397,24 +397,24 @@ def test_output_inside_input_folder_is_never_read(tmp_path):
     # naming an output explicitly as an input is refused before anything is written over
     before = (src / "out" / "train.spacy").read_bytes()
     with pytest.raises(CorpusBuildError, match="output of this build"):
-        build_corpus([src / "out" / "train.spacy"], src / "out", phrases=PHRASES, n=3)
+        build_corpus([src / "out" / "train.spacy"], src / "out", PHRASES, BuildSettings(n=3))
     assert (src / "out" / "train.spacy").read_bytes() == before
     # `-o .` beside the inputs: the user's files there are inputs, the build's own are not
     for _ in range(2):
-        beside = build_corpus([src / "a.txt", src / "b.txt"], src, phrases=PHRASES, n=3)
+        beside = build_corpus([src / "a.txt", src / "b.txt"], src, PHRASES, BuildSettings(n=3))
         assert beside["inputs"] == 2 and [i.key for i in discover_inputs([src])] == ["a.txt", "b.txt"]
     # the output directory itself as the only input: nothing outside it to read
     with pytest.raises(ValueError, match="same path as the input"):
-        build_corpus([src / "out"], src / "out", phrases=PHRASES, n=3)
+        build_corpus([src / "out"], src / "out", PHRASES, BuildSettings(n=3))
 
 
 def test_edited_input_is_labeled_again(tmp_path):
     """Issue 9 item 5: shards are keyed by content, so an edited input does not reuse its stale shard."""
     src = _small_input(tmp_path / "in")
     out = tmp_path / "out"
-    build_corpus([src], out, phrases=PHRASES, n=3)
+    build_corpus([src], out, PHRASES, BuildSettings(n=3))
     (src / "a.txt").write_text("In future work we plan to extend the tagging model.\n", encoding="utf8")
-    summary = build_corpus([src], out, phrases=PHRASES, n=3)
+    summary = build_corpus([src], out, PHRASES, BuildSettings(n=3))
     assert summary["inputs_labeled_this_run"] == 1 and summary["inputs_resumed"] == 1
     rows = [json.loads(l) for n in ("train", "valid") for l in (out / f"{n}.jsonl").read_text().splitlines()]
     texts = {r["text"] for r in rows}
@@ -430,10 +430,10 @@ def test_no_usable_input_is_an_error(tmp_path):
     (src / "broken.xml").write_text('<PAPER><S sid="1">Table 2 shows the results of</PAPER>')
     (src / "empty.txt").write_text("\n\n")
     with pytest.raises(CorpusBuildError, match="none of the 2 inputs is usable"):
-        build_corpus([src], tmp_path / "out", phrases=PHRASES, n=3)
+        build_corpus([src], tmp_path / "out", PHRASES, BuildSettings(n=3))
     assert not (tmp_path / "out" / "train.jsonl").exists()
     with pytest.raises(CorpusBuildError, match="nothing to merge"):
-        build_corpus([src], tmp_path / "snap", phrases=PHRASES, n=3, merge_only=True)
+        build_corpus([src], tmp_path / "snap", PHRASES, BuildSettings(n=3, merge_only=True))
 
 
 def _label(args, **kw):

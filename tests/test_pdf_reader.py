@@ -572,7 +572,7 @@ def test_read_timeout_skips_and_counts_a_slow_file(tiny_pdf, tmp_path, nlp, monk
     from typer.testing import CliRunner
 
     import spacy_rhetoric.cli.convert  # noqa: F401  registers the command
-    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
     from spacy_rhetoric.cli import app
     from spacy_rhetoric.search.sources import iter_corpus
 
@@ -589,7 +589,7 @@ def test_read_timeout_skips_and_counts_a_slow_file(tiny_pdf, tmp_path, nlp, monk
     assert "b_long.pdf: reading took longer than 1 s" in shown and "broken" not in shown
     docs = list(DocBin(store_user_data=True).from_disk(tmp_path / "o.spacy").get_docs(nlp.vocab))
     assert [d._.rhetoric_doc_id for d in docs] == ["a_small"]
-    summary = annotate_corpus(small_pipeline, [folder], tmp_path / "ann", read_timeout=1)
+    summary = annotate_corpus(small_pipeline, [folder], tmp_path / "ann", AnnotateSettings(read_timeout=1))
     assert summary["papers"] == 1 and summary["inputs_skipped"] == 1
     assert "took longer than 1 s" in summary["skipped"][0]["reason"] and "broken" not in summary["skipped"][0]["reason"]
     assert json.loads((tmp_path / "ann" / "annotations.jsonl").read_text().splitlines()[0])["input"] == "a_small.pdf"

@@ -277,7 +277,7 @@ def test_link_refuses_unusable_inputs(tmp_path, side, content, seen):
 def test_n_process_bounded_by_cpus_and_inputs(model_dir, tmp_path, monkeypatch, capsys):
     from spacy.language import Language
 
-    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
     from spacy_rhetoric.jobs import bounded_processes
 
     asked = []
@@ -290,7 +290,7 @@ def test_n_process_bounded_by_cpus_and_inputs(model_dir, tmp_path, monkeypatch, 
     monkeypatch.setattr(Language, "pipe", recording_pipe)
     paper = tmp_path / "p.txt"
     paper.write_text(PAPER, encoding="utf8")
-    summary = annotate_corpus(model_dir, [paper], tmp_path / "out", n_process=200)
+    summary = annotate_corpus(model_dir, [paper], tmp_path / "out", AnnotateSettings(n_process=200))
     assert summary["inputs_annotated"] == 1 and max(asked) == 1
     assert "--n-process 200 is more than this run can use" in capsys.readouterr().out
     assert 1 <= bounded_processes(100_000) <= (os.cpu_count() or 1)
@@ -378,7 +378,7 @@ def test_align_splits_plain_text_as_convert_does(model_dir, tmp_path):
 
 
 def test_writers_never_replace_files_they_did_not_write(model_dir, tmp_path):
-    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
     from spacy_rhetoric.corpus_builder import CorpusBuildError
 
     paper = tmp_path / "p.txt"
@@ -391,7 +391,7 @@ def test_writers_never_replace_files_they_did_not_write(model_dir, tmp_path):
     with pytest.raises(CorpusBuildError, match="no build wrote"):
         annotate_corpus(model_dir, [paper], out)
     assert (out / "annotations.jsonl").read_text(encoding="utf8") == "mine\n"
-    assert annotate_corpus(model_dir, [paper], out, force=True)["inputs_annotated"] == 1
+    assert annotate_corpus(model_dir, [paper], out, AnnotateSettings(force=True))["inputs_annotated"] == 1
     assert annotate_corpus(model_dir, [paper], out)["inputs_resumed"] == 1  # its own files: fine
     # a single-file output that is not what the command writes: refused without --force
     notes = tmp_path / "notes.txt"
@@ -418,13 +418,13 @@ def test_failed_annotate_leaves_no_folder(model_dir, tmp_path):
 
 
 def test_label_with_an_n_no_phrase_reaches(tmp_path):
-    from spacy_rhetoric.corpus_builder import build_corpus
+    from spacy_rhetoric.corpus_builder import BuildSettings, build_corpus
 
     src = tmp_path / "in.txt"
     src.write_text("In this paper we propose a new method for parsing.\n", encoding="utf8")
     phrases = [("Showing the aim of the paper", "in this paper we propose a new method")]
     with pytest.raises(ValueError, match="no n-gram is left .* use a smaller n"):
-        build_corpus([src], tmp_path / "lab", phrases=phrases, n=1000)
+        build_corpus([src], tmp_path / "lab", phrases, BuildSettings(n=1000))
     assert not (tmp_path / "lab").exists()
 
 
@@ -548,7 +548,7 @@ def test_a_paragraph_without_punctuation_gets_bounded_sentences(model_dir, tmp_p
     longer than long_docs.LONG_DOC_CHARS (here lowered) is annotated in
     pieces of whole sentences."""
     from spacy_rhetoric import long_docs
-    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
     from spacy_rhetoric.readers.fulltext import MAX_SENTENCE_TOKENS
 
     joined = []
@@ -560,7 +560,7 @@ def test_a_paragraph_without_punctuation_gets_bounded_sentences(model_dir, tmp_p
     text = "We begin with one short sentence. " + " ".join(words)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "long.txt").write_text(text + "\n", encoding="utf8")
-    summary = annotate_corpus(model_dir, [tmp_path / "in"], tmp_path / "out", spacy=True)
+    summary = annotate_corpus(model_dir, [tmp_path / "in"], tmp_path / "out", AnnotateSettings(spacy=True))
     nlp = spacy.load(model_dir)
     (doc,) = DocBin().from_disk(tmp_path / "out" / "annotations.spacy").get_docs(nlp.vocab)
     assert doc.text == text

@@ -175,7 +175,7 @@ def test_an_unreadable_file_is_skipped_and_counted(blank_dir, tmp_path, monkeypa
 
 
 def test_label_skips_an_unreadable_file(tmp_path, monkeypatch):
-    from spacy_rhetoric.corpus_builder import build_corpus
+    from spacy_rhetoric.corpus_builder import BuildSettings, build_corpus
 
     src = tmp_path / "in"
     src.mkdir()
@@ -183,8 +183,8 @@ def test_label_skips_an_unreadable_file(tmp_path, monkeypatch):
     (src / "b.txt").write_text("Table 2 shows the results of the tagging study.\n", encoding="utf8")
     os.mkfifo(src / "c.txt")
     with unreadable(monkeypatch, src / "b.txt"), deadline(120):
-        summary = build_corpus([src], tmp_path / "out", n=3,
-                               phrases=[("Showing the aim of the paper", "in this paper we propose a new method")])
+        summary = build_corpus([src], tmp_path / "out", [("Showing the aim of the paper",
+                                                          "in this paper we propose a new method")], BuildSettings(n=3))
     assert summary["inputs"] == 3 and summary["inputs_labeled"] == 1 and summary["inputs_skipped"] == 2
     assert {s["input"] for s in summary["skipped"]} == {"b.txt", "c.txt"}
 

@@ -36,13 +36,13 @@ def _outputs(out: Path):
 
 
 def run_full(args) -> dict:
-    from spacy_rhetoric.corpus_builder import build_corpus
+    from spacy_rhetoric.corpus_builder import BuildSettings, build_corpus
 
     t0 = time.perf_counter()
     summary = build_corpus(
-        [Path(args.data) / "cl-scisumm"], args.out, phrases=Path(args.data) / "iwatsuki2021-fe-database-cl",
-        n=args.n, n_process=args.n_process, batch_size=args.batch_size, show_progress=True,
-        merge_only=args.merge_only,
+        [Path(args.data) / "cl-scisumm"], args.out, Path(args.data) / "iwatsuki2021-fe-database-cl",
+        BuildSettings(n=args.n, n_process=args.n_process, batch_size=args.batch_size, merge_only=args.merge_only),
+        show_progress=True,
     )
     wall = time.perf_counter() - t0
     split = summary["split"]
@@ -75,7 +75,7 @@ def run_full(args) -> dict:
 
 
 def run_speed(args) -> dict:
-    from spacy_rhetoric.corpus_builder import build_corpus
+    from spacy_rhetoric.corpus_builder import BuildSettings, build_corpus
 
     configs = [
         ("nlp.pipe n_process=1", dict(n_process=1)),
@@ -87,8 +87,8 @@ def run_speed(args) -> dict:
         out = Path(args.out) / f"run{i}"
         t0 = time.perf_counter()
         summary = build_corpus(
-            [Path(args.data) / "cl-scisumm"], out, phrases=Path(args.data) / "iwatsuki2021-fe-database-cl",
-            n=args.n, batch_size=args.batch_size, limit=args.limit, overwrite=True, **kw,
+            [Path(args.data) / "cl-scisumm"], out, Path(args.data) / "iwatsuki2021-fe-database-cl",
+            BuildSettings(n=args.n, batch_size=args.batch_size, limit=args.limit, overwrite=True, **kw),
         )
         wall = time.perf_counter() - t0
         timing = summary["timing"]

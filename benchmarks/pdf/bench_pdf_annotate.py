@@ -23,7 +23,7 @@ import spacy
 from spacy.training import Example
 
 import spacy_rhetoric  # noqa: F401
-from spacy_rhetoric.apps.annotate import annotate_corpus
+from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.readers.papers import read_paper
 from spacy_rhetoric.util import load_parser
@@ -59,7 +59,7 @@ def main() -> None:
         nlp = spacy.blank("en")
         for _ in range(args.repeats):  # alternating, medians
             start, cpu = time.perf_counter(), time.process_time()
-            summary = annotate_corpus(pipeline, pdfs, Path(tmp) / "out", fmt="pdf", overwrite=True)
+            summary = annotate_corpus(pipeline, pdfs, Path(tmp) / "out", AnnotateSettings(fmt="pdf", overwrite=True))
             annotate_times.append(time.perf_counter() - start)
             annotate_cpu.append(time.process_time() - cpu)
             start, cpu = time.perf_counter(), time.process_time()

@@ -30,7 +30,7 @@ preset boundaries; a Doc whose boundaries changed anyway is an error.
 """
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -68,14 +68,38 @@ JSONL_FILE, SPACY_FILE = ANNOTATION_FILES
 
 @dataclass(frozen=True)
 class AnnotateSettings:
-    """What determines the output (recorded in build_config.json with the
-    pipeline's content hash)."""
+    """The options of an annotate run (``spacy-rhetoric annotate``'s).
 
-    pipeline: str
+    What determines the output, recorded in build_config.json with the
+    pipeline's content hash (resuming with others is refused): ``fmt`` (input
+    format, ``ANNOTATE_FORMATS``), ``vectors`` (each sentence's vector in its
+    record), ``spacy`` (also write the annotated Docs), ``grobid`` (a GROBID
+    server's URL that PDFs are sent to). What is written: ``jsonl``
+    (``annotations.jsonl``). ``code``: a Python file imported first (custom
+    components), on Dask workers too. How it runs: ``n_process`` processes
+    of one ``nlp.pipe`` stream, ``batch_size`` Docs (papers) per batch,
+    ``scheduler`` (None: this machine; ``"local"``: a Dask LocalCluster of
+    ``workers`` processes; else a scheduler address), ``limit`` (only the
+    first N input files, 0 = all), ``overwrite`` (discard an earlier run's
+    shards instead of resuming), ``force`` (replace annotation files that no
+    build wrote). How papers are read: ``grobid_timeout`` seconds a GROBID
+    request, ``read_timeout`` seconds a paper file (``readers.budget``)."""
+
     fmt: str = "auto"
     vectors: bool = False
     spacy: bool = False
-    code: Optional[str] = None
+    jsonl: bool = True
+    code: Optional[PathLike] = None
+    n_process: int = 1
+    batch_size: int = 4
+    scheduler: Optional[str] = None
+    workers: int = 2
+    limit: int = 0
+    overwrite: bool = False
+    force: bool = False
+    grobid: Optional[str] = None
+    grobid_timeout: float = GROBID_TIMEOUT
+    read_timeout: Optional[float] = READ_TIMEOUT
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -265,16 +289,15 @@ def output_paths(out_dir: Path) -> Dict[str, Path]:
     return {"JSONL output": out_dir / JSONL_FILE, ".spacy output": out_dir / SPACY_FILE}
 
 
-def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir: Path, *, fmt: str,
-                        jsonl: bool, spacy: bool, code: Optional[PathLike], n_process: int, batch_size: int,
-                        workers: int, force: bool = False) -> None:
+def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir: Path,
+                        settings: AnnotateSettings) -> None:
     """Every argument and path, checked before any work (``PathError`` or
     ``CorpusBuildError`` naming what is wrong)."""
     if not inputs:
         raise CorpusBuildError("no inputs given")
-    if fmt not in ANNOTATE_FORMATS:
-        raise CorpusBuildError(f"format must be one of {', '.join(ANNOTATE_FORMATS)}, got {fmt!r}")
-    if not (jsonl or spacy):
+    if settings.fmt not in ANNOTATE_FORMATS:
+        raise CorpusBuildError(f"format must be one of {', '.join(ANNOTATE_FORMATS)}, got {settings.fmt!r}")
+    if not (settings.jsonl or settings.spacy):
         raise CorpusBuildError("nothing to write: neither the JSONL output nor --spacy asked for")
     for path in inputs:
         check_input(path, what="input", dir_ok=True)
@@ -286,72 +309,48 @@ def check_annotate_args(pipeline: PathLike, inputs: Sequence[PathLike], out_dir:
     for what, path in output_paths(out_dir).items():
         if path.is_dir():
             raise CorpusBuildError(f"{what} {path} is an existing directory, expected a file path")
-    check_build_dir(out_dir, [*ANNOTATION_FILES, SUMMARY_FILE], force)
-    if code:
-        check_input(code, what="--code file")
-    for name, value in (("n_process", n_process), ("batch_size", batch_size), ("workers", workers)):
-        if int(value) < 1:
-            raise CorpusBuildError(f"{name} must be at least 1, got {value}")
+    check_build_dir(out_dir, [*ANNOTATION_FILES, SUMMARY_FILE], settings.force)
+    if settings.code:
+        check_input(settings.code, what="--code file")
+    for name in ("n_process", "batch_size", "workers"):
+        if int(getattr(settings, name)) < 1:
+            raise CorpusBuildError(f"{name} must be at least 1, got {getattr(settings, name)}")
 
 
-def annotate_corpus(
-    pipeline: PathLike,
-    inputs: Sequence[PathLike],
-    output_dir: PathLike,
-    *,
-    fmt: str = "auto",
-    vectors: bool = False,
-    spacy: bool = False,
-    jsonl: bool = True,
-    code: Optional[PathLike] = None,
-    n_process: int = 1,
-    batch_size: int = 4,
-    scheduler: Optional[str] = None,
-    workers: int = 2,
-    limit: int = 0,
-    overwrite: bool = False,
-    show_progress: bool = False,
-    on_shard: OnShard = None,
-    force: bool = False,
-    grobid: Optional[str] = None,
-    grobid_timeout: float = GROBID_TIMEOUT,
-    read_timeout: Optional[float] = READ_TIMEOUT,
-) -> Dict[str, Any]:
-    """Annotate the papers under ``inputs`` with ``pipeline`` into
-    ``output_dir`` (``annotations.jsonl`` unless ``jsonl=False``,
-    ``annotations.spacy`` with ``spacy=True``, ``summary.json``); rerun to
-    resume. ``batch_size``: Docs (papers) per ``nlp.pipe`` batch.
-    ``scheduler``: None (this machine, ``n_process`` processes), ``"local"``
-    (a Dask LocalCluster of ``workers`` processes) or a scheduler address;
-    Dask workers load the pipeline from the same path. ``on_shard(input,
-    header)`` is called after each shard is written. ``grobid``: a GROBID
-    server's URL that PDFs are sent to (their TEI is read), ``grobid_timeout``
-    seconds a request; ``read_timeout``: seconds one paper file may take to
-    read, else it is skipped and counted (``readers.budget``). Raises
-    ``CorpusBuildError`` when no input is usable (an output directory this
-    run made is then removed). ``force``: replace annotation files in
-    ``output_dir`` that no build wrote. Returns the summary."""
+def annotate_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output_dir: PathLike,
+                    settings: AnnotateSettings = AnnotateSettings(), *, show_progress: bool = False,
+                    on_shard: OnShard = None) -> Dict[str, Any]:
+    """Annotate the papers under ``inputs`` with ``pipeline`` (a directory or
+    an installed package; Dask workers load it from the same path) into
+    ``output_dir`` (``annotations.jsonl`` unless ``settings.jsonl`` is off,
+    ``annotations.spacy`` with ``settings.spacy``, ``summary.json``), with
+    the options of ``settings`` (:class:`AnnotateSettings`); rerun to
+    resume. ``show_progress``: a progress bar. ``on_shard(input, header)`` is
+    called after each shard is written. A paper past its read timeout is
+    skipped and counted. Raises ``CorpusBuildError`` when no input is usable
+    (an output directory this run made is then removed). Returns the
+    summary."""
     out_dir = Path(output_dir)
-    check_annotate_args(pipeline, inputs, out_dir, fmt=fmt, jsonl=jsonl, spacy=spacy, code=code,
-                        n_process=n_process, batch_size=batch_size, workers=workers, force=force)
+    check_annotate_args(pipeline, inputs, out_dir, settings)
     pipeline_arg = str(Path(pipeline).absolute()) if Path(pipeline).exists() else str(pipeline)
-    settings = AnnotateSettings(pipeline=pipeline_arg, fmt=fmt, vectors=bool(vectors), spacy=bool(spacy),
-                                code=str(Path(code).absolute()) if code else None)
-    nlp = load_pipeline(settings.pipeline, settings.code)
+    settings = replace(settings, vectors=bool(settings.vectors), spacy=bool(settings.spacy),
+                       code=str(Path(settings.code).absolute()) if settings.code else None)
+    fmt, batch_size, scheduler, grobid = settings.fmt, settings.batch_size, settings.scheduler, settings.grobid
+    nlp = load_pipeline(pipeline_arg, settings.code)
     unreadable: List[Dict[str, str]] = []  # skipped and counted: never opened (FIFOs, ...) or unopenable
-    all_inputs = discover_inputs(inputs, limit=limit, exclude=[out_dir], kind_of=kind_of(fmt),
+    all_inputs = discover_inputs(inputs, limit=settings.limit, exclude=[out_dir], kind_of=kind_of(fmt),
                                  expected=expected_files(fmt), skip_hidden=True, skipped=unreadable)
     from ..readers.papers import paper_ids, same_name_papers
 
     ids = paper_ids([inp.key for inp in all_inputs])
-    config = {"command": "annotate", "pipeline": settings.pipeline, "pipeline_sha1": pipeline_digest(pipeline),
+    config = {"command": "annotate", "pipeline": pipeline_arg, "pipeline_sha1": pipeline_digest(pipeline),
               "format": fmt, "vectors": settings.vectors, "spacy": settings.spacy}
     if grobid:
         config["grobid"] = grobid
-    reading = {"grobid_timeout": grobid_timeout, "read_timeout": read_timeout}  # not part of the build's identity
+    reading = {"grobid_timeout": settings.grobid_timeout, "read_timeout": settings.read_timeout}  # not part of the build's identity
     created = not out_dir.exists()
     with lock_build(out_dir):  # one run at a time on an output folder
-        shard_dir = prepare_output_dir(out_dir, config, overwrite)
+        shard_dir = prepare_output_dir(out_dir, config, settings.overwrite)
         pending = [inp for inp in all_inputs if not shard_path(shard_dir, inp).exists()]
         earlier = earlier_shards(shard_dir)  # the shard folder listed once, not once per input
         skipped: List[Dict[str, str]] = list(unreadable)
@@ -375,8 +374,8 @@ def annotate_corpus(
         try:
             if pending and scheduler:
                 seconds = dask_tasks(
-                    scheduler, workers, pending,
-                    pipeline=(load_pipeline, (settings.pipeline, settings.code)),
+                    scheduler, settings.workers, pending,
+                    pipeline=(load_pipeline, (pipeline_arg, settings.code)),
                     read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid, reading),
                     work=annotate_docbin,
                     work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
@@ -404,7 +403,7 @@ def annotate_corpus(
 
                 stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
                               finish=finish_stream,
-                              n_process=n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
+                              n_process=settings.n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
                               # one paper per input but in a .spacy: no more processes than papers
                               max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
                 seconds = time.perf_counter() - start
@@ -427,7 +426,7 @@ def annotate_corpus(
             for paper in header["papers"]:
                 inputs_of.setdefault(str(paper), []).append(header["input"])
         shared_ids = {paper: keys for paper, keys in inputs_of.items() if len(keys) > 1}
-        outputs = concatenate_shards(shard_dir, done_inputs, jsonl=out_dir / JSONL_FILE if jsonl else None,
+        outputs = concatenate_shards(shard_dir, done_inputs, jsonl=out_dir / JSONL_FILE if settings.jsonl else None,
                                      spacy=out_dir / SPACY_FILE if settings.spacy else None)
         summary = {
             "inputs": n_inputs,
@@ -443,8 +442,8 @@ def annotate_corpus(
             "sentences": sum(h["n_sentences"] for h in headers),
             "words": sum(h["n_words"] for h in headers),
             "outputs": outputs,
-            "settings": {**config, "n_process": n_process, "batch_size": batch_size, "scheduler": scheduler,
-                         "workers": workers if scheduler else None},
+            "settings": {**config, "n_process": settings.n_process, "batch_size": batch_size,
+                         "scheduler": scheduler, "workers": settings.workers if scheduler else None},
             "timing": {
                 "seconds": round(seconds, 3), "papers_this_run": done["papers"],
                 "sentences_this_run": done["sentences"],

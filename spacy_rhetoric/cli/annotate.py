@@ -60,19 +60,19 @@ def annotate_command(
 ) -> None:
     """Annotate every sentence of a corpus of papers with a trained pipeline.
     Rerun the same command after an interruption to resume."""
-    from ..apps.annotate import annotate_corpus
+    from ..apps.annotate import AnnotateSettings, annotate_corpus
     from ..jobs.interrupts import finished_shards, report_interrupt
     from ..jobs.settings import SHARD_DIR
     from ..util import use_device
 
     with report_interrupt(lambda: finished_shards(output / SHARD_DIR)), guard("annotate"):
         use_device(gpu_id)
-        summary = annotate_corpus(
-            pipeline, inputs, output, fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code,
-            n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit,
-            overwrite=overwrite, show_progress=True, force=force, grobid=grobid,
-            grobid_timeout=grobid_timeout, read_timeout=read_timeout,
+        settings = AnnotateSettings(
+            fmt=fmt, vectors=vectors, spacy=spacy_out, jsonl=jsonl, code=code, n_process=n_process,
+            batch_size=batch_size, scheduler=scheduler, workers=workers, limit=limit, overwrite=overwrite,
+            force=force, grobid=grobid, grobid_timeout=grobid_timeout, read_timeout=read_timeout,
         )
+        summary = annotate_corpus(pipeline, inputs, output, settings, show_progress=True)
     if not summary["sentences"]:
         nothing_done(f"the {summary['papers']} papers read hold no sentences")
     msg.good(

@@ -69,7 +69,7 @@ def label_command(
     """Label the sentences of a corpus with the phrase-n-gram root labeler and
     write a de-duplicated, by-paper train/validation split. Rerun the same
     command after an interruption to resume."""
-    from ..corpus_builder import build_corpus
+    from ..corpus_builder import BuildSettings, build_corpus
     from ..jobs.interrupts import finished_shards, report_interrupt
     from ..jobs.settings import SHARD_DIR
     from ..util import use_device
@@ -82,12 +82,12 @@ def label_command(
             fail(f"no --phrases given and the default phrase list {phrases} does not exist: "
                  "pass --phrases FILE|DIR or set SPACY_RHETORIC_DATA to the data directory")
     with report_interrupt(lambda: finished_shards(output / SHARD_DIR)), guard("label"):
-        summary = build_corpus(
-            inputs, output, phrases=phrases, parser=parser, n=n, min_phrase_length=min_phrase_length,
-            code=code, n_process=n_process, batch_size=batch_size, scheduler=scheduler, workers=workers,
-            seed=seed, valid_fraction=valid_fraction, limit=limit, overwrite=overwrite, show_progress=True,
-            merge_only=merge_only, force=force,
+        settings = BuildSettings(
+            parser=parser, n=n, min_phrase_length=min_phrase_length, code=code, n_process=n_process,
+            batch_size=batch_size, scheduler=scheduler, workers=workers, seed=seed, valid_fraction=valid_fraction,
+            limit=limit, overwrite=overwrite, merge_only=merge_only, force=force,
         )
+        summary = build_corpus(inputs, output, phrases, settings, show_progress=True)
     if not summary["labeled_kept"]:
         nothing_done(f"no sentence of the {summary['sentences']} read matched a phrase n-gram; "
                      f"{output}/train.jsonl and valid.jsonl are empty")

@@ -40,14 +40,15 @@ What is specific to distant supervision lives here, one module per concern:
     folds, fold 0 is validation). Each paper is entirely on one side.
     Outputs are written atomically.
 ``build``
-    ``build_corpus``: arguments and paths checked before any work, discovery,
-    labeling, merge, ``summary.json``.
+    ``build_corpus`` (its options in ``BuildSettings``): arguments and paths
+    checked before any work, discovery, labeling, merge, ``summary.json``.
 """
-from .build import build_corpus, check_build_args
+from .build import BuildSettings, build_corpus, check_build_args
 from .merge import normalise_text, valid_papers
 from .settings import CorpusBuildError, LabelSettings
 
 __all__ = [
+    "BuildSettings",
     "CorpusBuildError",
     "LabelSettings",
     "build_corpus",
