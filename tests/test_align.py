@@ -195,9 +195,9 @@ def test_top_k_alignment_ranks(trained_nlp, tmp_path):
 
 
 def test_cli_align(model_dir, tmp_path):
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     a = write_reference_xml(tmp_path / "A.xml", "A", PAPER_A)
     db = DocBin(store_user_data=True)
     db.add(doc_from_sentences(spacy.blank("en"), PAPER_B))

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric.apps.annotate import RECORD_FIELDS, AnnotateSettings, annotate_corpus
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.corpus_builder import CorpusBuildError
 from spacy_rhetoric.io import PathError
 from spacy_rhetoric.readers.common import doc_from_sentences
@@ -270,7 +270,7 @@ def test_bad_inputs_and_outputs_are_clear_errors(model_dir, papers, tmp_path):
 
 
 def test_cli(model_dir, papers, tmp_path):
-    _load_commands()
+    load_commands()
     runner = CliRunner()
     out = tmp_path / "out"
     result = runner.invoke(app, ["annotate", str(model_dir), str(papers / "note.txt"), "-o", str(out), "--spacy"])

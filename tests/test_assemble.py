@@ -18,7 +18,7 @@ from spacy_rhetoric.apps.assemble import (
     listener_paths,
     save_pipeline,
 )
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.extensions import HEADING, set_span_values
 from spacy_rhetoric.io import PathError
 from spacy_rhetoric.readers.common import doc_from_sentences
@@ -189,7 +189,7 @@ def test_check_pipeline_output(tmp_path):
 
 @pytest.mark.slow
 def test_cli_assemble(tmp_path):
-    _load_commands()
+    load_commands()
     runner = CliRunner()
     coarse = tiny_classifier(tmp_path / "coarse")
     fine = tiny_classifier(tmp_path / "fine", fine=True)

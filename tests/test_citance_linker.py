@@ -409,9 +409,9 @@ def test_scorer_task1a_on_examples(tiny_encoder_dir):
 def test_cli_link_plain_text(tiny_encoder_dir, tmp_path):
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     ref = tmp_path / "ref.txt"
     ref.write_text("\n".join(TOY_REFERENCE) + "\n")
     cit = tmp_path / "cit.txt"
@@ -522,9 +522,9 @@ def test_empty_reference_article_uses_the_topic_of_the_files_place(tmp_path):
 def _cli(args):
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     return CliRunner().invoke(app, [str(a) for a in args])
 
 

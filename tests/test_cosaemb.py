@@ -246,9 +246,9 @@ def test_section_encoder_needs_sentences(tiny_model_dir):
 def test_train_cosaemb_cli(tmp_path, tiny_model_dir, shared_data):
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     topic = shared_data / "cl-scisumm" / "training-40-manual" / "C00-2123"
     result = CliRunner().invoke(app, [
         "train-cosaemb", str(topic), str(tmp_path / "out"), "--model", str(tiny_model_dir), "--max-citing", "2",

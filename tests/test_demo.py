@@ -213,9 +213,9 @@ def test_by_default_the_classifiers_trunk_gives_the_vectors(tiny_models, monkeyp
 def test_cli_demo_without_data_fails_clearly(monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     monkeypatch.setenv("SPACY_RHETORIC_DATA", str(tmp_path / "nowhere"))
     result = CliRunner().invoke(app, ["demo", "--output", str(tmp_path / "out")])
     output = cli_text(result)
@@ -230,10 +230,10 @@ def test_cli_demo_bad_pdf_fails_before_training(tiny_models, monkeypatch, tmp_pa
     training starts."""
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
     data = tiny_models[0]
-    _load_commands()
+    load_commands()
     monkeypatch.setenv("SPACY_RHETORIC_DATA", str(data.train.parent.parent))
     bad = tmp_path / "paper.pdf"
     bad.write_bytes(b"%PDF-1.4\n1 0 obj\n<<")

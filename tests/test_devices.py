@@ -377,9 +377,9 @@ def test_gpu_id_without_gpu_is_one_line_error(command, tmp_path):
     import torch
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     if torch.cuda.is_available():
         pytest.skip("a CUDA device exists")
     inputs = tmp_path / "in"

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric.apps import demo, training_runs
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.jobs import bounded_processes
 from spacy_rhetoric.jobs.cluster import load_on_gpu, on_device
 from spacy_rhetoric.util import pipeline_gpu
@@ -85,7 +85,7 @@ def test_one_process_and_one_local_worker_on_a_gpu(fake_gpu, capsys):
 def test_annotate_gpu_id_loads_on_the_gpu_in_one_process(fake_gpu, monkeypatch, tmp_path):
     """--gpu-id 0 --n-process 2: require_gpu(0) before the pipeline loads (its
     models get the GPU's ops) and nlp.pipe runs in one process."""
-    _load_commands()
+    load_commands()
     model = save_tiny_pipeline(tmp_path / "pipeline")
     papers = tmp_path / "papers"
     papers.mkdir()
@@ -112,7 +112,7 @@ def test_annotate_gpu_id_loads_on_the_gpu_in_one_process(fake_gpu, monkeypatch, 
 def test_gpu_id_reaches_require_gpu(command, fake_gpu, tmp_path):
     """Each command asks spaCy for GPU N before anything else (here the work
     then fails on an empty input, after the device was set)."""
-    _load_commands()
+    load_commands()
     inputs = tmp_path / "in"
     inputs.mkdir()
     args = {"index": ["index", str(tmp_path / "pipeline"), str(inputs), "-o", str(tmp_path / "out")],

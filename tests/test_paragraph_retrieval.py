@@ -156,9 +156,9 @@ def test_held_out_papers_and_training_exclusion(shared_data):
 def test_train_cosaemb_cli_topic_options(tmp_path, shared_data):
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
-    _load_commands()
+    load_commands()
     result = CliRunner().invoke(app, ["train-cosaemb", str(shared_data / "cl-scisumm" / "training-40-manual"),
                                       str(tmp_path / "out"), "--topics", "C00-2123", "--exclude-topics", "C00-2123"])
     assert result.exit_code == 1

@@ -14,7 +14,7 @@ import spacy
 from weasel.util import load_project_config
 
 from spacy_rhetoric.apps.assemble import CLASSIFIER, ENCODER, SECTION_TAGGER, assemble, save_pipeline
-from spacy_rhetoric.cli import COMMAND_MODULES, _load_commands, app
+from spacy_rhetoric.cli import COMMAND_MODULES, app, load_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
@@ -98,7 +98,7 @@ def test_gpu_id_var_reaches_every_spacy_train(tmp_path):
 
 
 def test_scripts_reference_existing_configs_settings_and_commands(tmp_path):
-    _load_commands()
+    load_commands()
     sub_commands = {c.name for c in app.registered_commands}
     assert len(COMMAND_MODULES) <= len(sub_commands)
     for profile in ({}, {"gpu_id": 0}):

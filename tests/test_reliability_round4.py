@@ -10,7 +10,7 @@ from helpers import cli_text, save_tiny_pipeline
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.errors import RhetoricError
 
 # -- a model folder that asks to run its own code ----------------------------------------------------
@@ -163,7 +163,7 @@ def _no_raw_controls(output: str) -> None:
 
 
 def test_align_and_search_tables_are_printable(encoder_pipeline, tmp_path):
-    _load_commands()
+    load_commands()
     runner = CliRunner()
     (tmp_path / "papers").mkdir()
     a, b = tmp_path / "papers" / "a.txt", tmp_path / "papers" / "b.txt"
@@ -188,7 +188,7 @@ def test_align_and_search_tables_are_printable(encoder_pipeline, tmp_path):
 
 
 def test_failure_lines_are_printable(tmp_path):
-    _load_commands()
+    load_commands()
     bad = tmp_path / "bad\x1b]0;pwned\x07.spacy"
     bad.write_bytes(b"not a docbin")
     result = CliRunner().invoke(app, ["render", str(bad), "-o", str(tmp_path / "o.html")])
@@ -199,7 +199,7 @@ def test_failure_lines_are_printable(tmp_path):
 
 def test_skip_lines_of_convert_are_printable(tmp_path):
     """convert's skipped-file lines show a file name's escape sequence written out."""
-    _load_commands()
+    load_commands()
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "good.txt").write_text("# Title\n\nWe propose a parser. It works.\n", encoding="utf8")
@@ -291,7 +291,7 @@ def _tampered(src, dst, old, new):
                                      ("width = 64", "width = 1000000000000"),
                                      ('lang = "en"', 'lang = "../../etc/x"')])
 def test_tampered_pipeline_is_one_line(encoder_pipeline, tmp_path, old, new):
-    _load_commands()
+    load_commands()
     pipeline = _tampered(encoder_pipeline, tmp_path / "pipe", old, new)
     paper = tmp_path / "a.txt"
     paper.write_text("We propose a method. It works.\n", encoding="utf8")
@@ -437,7 +437,7 @@ def test_bold_text_is_read_not_skipped(tmp_path):
 
 
 def test_render_format_option(encoder_pipeline, tmp_path):
-    _load_commands()
+    load_commands()
     paper = tmp_path / "paper.xml"
     paper.write_text("<b>Bold</b> claims. We propose a method.", encoding="utf8")
     runner = CliRunner()
@@ -498,7 +498,7 @@ def test_tab_indented_text_is_a_paper(tmp_path):
 def test_annotate_and_index_skip_what_is_not_a_paper(encoder_pipeline, tmp_path):
     import sqlite3
 
-    _load_commands()
+    load_commands()
     folder = _mixed_folder(tmp_path / "in")
     runner = CliRunner()
     result = runner.invoke(app, ["annotate", str(encoder_pipeline), str(folder), "-o", str(tmp_path / "ann")])

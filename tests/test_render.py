@@ -23,7 +23,7 @@ import spacy_rhetoric  # noqa: F401  (extensions, factories)
 from spacy_rhetoric import extensions as ext
 from spacy_rhetoric.apps.alignment import align_encoded, encode_paper
 from spacy_rhetoric.apps.render import render_alignment, render_paper, sentence_records
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.readers.common import doc_from_sentences, sentence_splitters
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -215,7 +215,7 @@ def test_page_in_headless_chromium(nlp, annotated, tmp_path):
 # -- commands ------------------------------------------------------------------------------------
 
 def test_cli_render(annotated_file, model_dir, tmp_path):
-    _load_commands()
+    load_commands()
     runner = CliRunner()
     out = tmp_path / "page.html"
     result = runner.invoke(app, ["render", str(annotated_file), "-o", str(out)])
@@ -244,7 +244,7 @@ def test_cli_render(annotated_file, model_dir, tmp_path):
 
 
 def test_cli_map(annotated_file, model_dir, tmp_path):
-    _load_commands()
+    load_commands()
     runner = CliRunner()
     out = tmp_path / "map.png"
     result = runner.invoke(app, ["map", str(annotated_file), "-o", str(out), "--max-points", "6", "--seed", "1"])
@@ -269,7 +269,7 @@ def test_cli_map(annotated_file, model_dir, tmp_path):
 
 
 def test_cli_align_html_hook(model_dir, tmp_path):
-    _load_commands()
+    load_commands()
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("\n".join(PAPERS[0]) + "\n", encoding="utf8")
     b.write_text("\n".join(PAPERS[1][::-1]) + "\n", encoding="utf8")

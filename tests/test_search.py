@@ -15,7 +15,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 import spacy_rhetoric  # noqa: F401  (extensions, factories)
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.search import (
     CONFIG_FILE,
@@ -218,7 +218,7 @@ def test_bad_input(model_dir, corpus, tmp_path):
 
 
 def test_cli_index_and_search(model_dir, corpus, tmp_path):
-    _load_commands()
+    load_commands()
     runner = CliRunner()
     out = tmp_path / "cli.index"
     result = runner.invoke(app, ["index", str(model_dir), str(corpus), "-o", str(out)])

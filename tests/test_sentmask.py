@@ -224,14 +224,14 @@ def test_pretrain_sentmask_cli_on_docbin(tmp_path, tiny_model_dir):
     from spacy.tokens import DocBin
     from typer.testing import CliRunner
 
-    from spacy_rhetoric.cli import _load_commands, app
+    from spacy_rhetoric.cli import app, load_commands
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     db = DocBin(store_user_data=True)
     db.add(nlp(" ".join(SENTS)))
     db.to_disk(tmp_path / "papers.spacy")
-    _load_commands()
+    load_commands()
     result = CliRunner().invoke(app, [
         "pretrain-sentmask", str(tmp_path / "papers.spacy"), str(tmp_path / "out"), "--model", str(tiny_model_dir),
         "--window-sents", "4", "--targets-per-window", "2", "--negatives", "2", "--max-sentence-tokens", "8",

@@ -12,7 +12,7 @@ from helpers import cli_text
 from typer.testing import CliRunner
 
 import spacy_rhetoric
-from spacy_rhetoric.cli import _load_commands, app
+from spacy_rhetoric.cli import app, load_commands
 from spacy_rhetoric.resources import asset_path
 
 pytestmark = pytest.mark.slow
@@ -46,7 +46,7 @@ def papers(tmp_path_factory):
 
 
 def run(*args):
-    _load_commands()
+    load_commands()
     result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
     return result.exit_code, cli_text(result)
 

@@ -264,7 +264,7 @@ def candidate_share(nlp, docs) -> Dict[str, int]:
     labeler can label, so the only ones whose dependency root it needs) and
     sentences it labelled."""
     labeler = nlp.get_pipe("rhetoric_phrase_labeler")
-    key, table, lengths = labeler._token_key(), labeler.table, sorted({len(k) for k in labeler.table})
+    key, table, lengths = labeler.token_key(), labeler.table, sorted({len(k) for k in labeler.table})
     n = cand = labelled = 0
     for doc in docs:
         for sent in doc.sents:
@@ -290,7 +290,7 @@ def partial_parse_labels(senter_nlp, parse_nlp, labeler, texts: List[str], batch
     (each as its own Doc), whose root the labeler needs. Returns
     ``{(text index, (start_char, end_char)): label}``, or with ``docs_out`` the
     senter sentences (for counting)."""
-    key, table = labeler._token_key(), labeler.table
+    key, table = labeler.token_key(), labeler.table
     lengths = sorted({len(k) for k in table})
     docs = list(senter_nlp.pipe(texts, batch_size=batch_size))
     cands = [(i, s) for i, d in enumerate(docs) for s in d.sents if has_listed_ngram(s, key, table, lengths)]

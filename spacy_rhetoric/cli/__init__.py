@@ -42,13 +42,16 @@ COMMAND_MODULES = [
 ]
 
 
-def _load_commands() -> None:
+def load_commands() -> None:
+    """Import every sub-command's module (``COMMAND_MODULES``), which adds
+    its command to ``app``: what ``main`` does before running, and what a
+    test does before invoking ``app``."""
     for name in COMMAND_MODULES:
         importlib.import_module(name)
 
 
 def main() -> None:
-    _load_commands()
+    load_commands()
     app()
 
 

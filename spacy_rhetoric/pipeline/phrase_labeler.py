@@ -244,7 +244,9 @@ class PhraseLabeler(Pipe):
         )
 
     # --------------------------------------------------------------- matching
-    def _token_key(self) -> Callable:
+    def token_key(self) -> Callable:
+        """The function from a Token to the string the n-gram table is keyed
+        by (the ``attr`` setting: lower-cased lemma, LOWER, NORM or ORTH)."""
         attr = self.cfg["attr"]
         if attr == "LEMMA":
             return lambda t: t.lemma_.lower()
@@ -277,7 +279,7 @@ class PhraseLabeler(Pipe):
     def match_sentence(self, sent: Span, key=None) -> Optional[Tuple[str, int, int]]:
         """``(label, start, end)`` of the n-gram chosen for ``sent`` or None."""
         if key is None:
-            key = self._token_key()
+            key = self.token_key()
         doc = sent.doc
         root = sent.root.i
         s_start, s_end = sent.start, sent.end
@@ -301,7 +303,7 @@ class PhraseLabeler(Pipe):
         if len(doc) == 0:
             return doc
         self._check_doc(doc)
-        key = self._token_key()
+        key = self.token_key()
         sents = list(doc.sents)
         labels: List[Optional[str]] = []
         matches: List[Optional[Tuple[int, int]]] = []
