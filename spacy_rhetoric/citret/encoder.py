@@ -122,7 +122,7 @@ def finetune(
     from sentence_transformers.util import batch_to_device
     from transformers import get_linear_schedule_with_warmup
 
-    from ..ml.training_loop import train_loop
+    from ..ml.training_loop import LoopSettings, train_loop
 
     pairs = list(pairs)
     if not pairs:
@@ -155,9 +155,10 @@ def finetune(
     try:
         result = train_loop(
             model, optimizer, scheduler, lambda epoch: _batches_for_epoch(len(pairs), batch_size, seed, epoch),
-            batch_loss, epochs=epochs, total=total, progress="fine-tuning encoder" if progress else None,
-            checkpoint=Path(checkpoint_dir) if checkpoint_dir else None, checkpoint_every=checkpoint_every,
-            resume=resume, state={"pairs": len(pairs)}, on_step=on_step,
+            batch_loss, LoopSettings(epochs=epochs, total=total, progress="fine-tuning encoder" if progress else None,
+                                     checkpoint=Path(checkpoint_dir) if checkpoint_dir else None,
+                                     checkpoint_every=checkpoint_every, resume=resume),
+            state={"pairs": len(pairs)}, on_step=on_step,
         )
     finally:
         model.eval()

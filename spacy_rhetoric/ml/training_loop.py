@@ -10,6 +10,10 @@ zero_grad, backward, optional gradient clipping, optimizer and schedule
 steps; a progress bar and logged rows of windowed mean losses; checkpoints
 and resume.
 
+The loop's settings are one :class:`LoopSettings`; what the caller's code
+gives (state to match on resume, generators, counters, callbacks) are
+keywords of :func:`train_loop`.
+
 Checkpoints (``checkpoint`` directory, every ``checkpoint_every`` steps):
 the state dicts of the model, optimizer and schedule and the torch random
 states (global and the caller's generators) written with ``torch.save`` and
@@ -36,6 +40,27 @@ STATE_FILES = ("model.pt", "optimizer.pt", "scheduler.pt", "random.pt")
 
 class CheckpointError(RhetoricError):
     """A checkpoint that this run cannot resume from."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """How :func:`train_loop` runs: ``epochs`` passes or ``total`` optimizer
+    steps, whichever comes first; ``grad_clip`` (> 0: the gradients' norm
+    clipped to it); ``log_every`` (a logged row every that many steps and at
+    the last; 0: none); ``progress`` (the description of a tqdm bar; None:
+    no bar); ``checkpoint`` (a directory written every ``checkpoint_every``
+    steps and, with ``keep_final``, at the end; with ``resume`` a run
+    restarts from it)."""
+
+    epochs: int
+    total: int
+    grad_clip: float = 0.0
+    log_every: int = 0
+    progress: Optional[str] = None
+    checkpoint: Optional[Path] = None
+    checkpoint_every: int = 0
+    keep_final: bool = True
+    resume: bool = True
 
 
 @dataclass
@@ -83,41 +108,38 @@ def train_loop(
     scheduler,
     epoch_batches: Callable[[int], Iterable[Any]],
     batch_loss: Callable[[Any], Any],
+    settings: Optional[LoopSettings] = None,
     *,
-    epochs: int,
-    total: int,
-    grad_clip: float = 0.0,
-    log_every: int = 0,
-    on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
-    counters: Optional[Dict[str, Callable[[Any], int]]] = None,
-    progress: Optional[str] = None,
-    checkpoint: Optional[Path] = None,
-    checkpoint_every: int = 0,
-    keep_final: bool = True,
-    resume: bool = True,
     state: Optional[Dict[str, Any]] = None,
     generators: Sequence[Any] = (),
+    counters: Optional[Dict[str, Callable[[Any], int]]] = None,
+    on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
     on_step: Optional[Callable[[int, float], None]] = None,
+    **fields: Any,
 ) -> LoopResult:
-    """Train ``model`` for ``epochs`` passes over ``epoch_batches(epoch)`` or
-    ``total`` optimizer steps, whichever comes first; ``batch_loss(batch)``
-    gives a batch's loss tensor. ``log_every``: a row (step, epoch, mean
-    loss since the last row, the ``counters``' running sums, seconds) every
-    that many steps and at the last, passed to ``on_log``. ``progress``: the
-    description of a tqdm bar (None: no bar). ``checkpoint``: a directory
-    written every ``checkpoint_every`` steps and, with ``keep_final``, at the
-    end; with ``resume`` a run restarts from it (``state``: JSON values that
-    must match, e.g. the settings; ``generators``: the torch generators the
-    loss draws from, saved and restored). ``on_step(step, loss)`` after
-    every step (tests interrupt a run with it). The caller seeds its
-    generators and puts the model in training mode."""
+    """Train ``model`` as ``settings`` (:class:`LoopSettings`) says over
+    ``epoch_batches(epoch)``; ``batch_loss(batch)`` gives a batch's loss
+    tensor. A logged row (step, epoch, mean loss since the last row, the
+    ``counters``' running sums, seconds) is passed to ``on_log``. On resume
+    from a checkpoint, ``state`` (JSON values, e.g. the settings) must match
+    and ``generators`` (the torch generators the loss draws from) are saved
+    and restored. ``on_step(step, loss)`` after every step (tests interrupt
+    a run with it). ``fields``: the fields of a :class:`LoopSettings` given
+    one by one instead of ``settings`` (as ``ml/finetuned.py`` calls it).
+    The caller seeds its generators and puts the model in training mode."""
+    if settings is None:
+        settings = LoopSettings(**fields)
+    elif fields:
+        raise TypeError(f"train_loop: settings given twice ({', '.join(sorted(fields))} beside a LoopSettings)")
+    epochs, total, grad_clip, log_every = settings.epochs, settings.total, settings.grad_clip, settings.log_every
+    checkpoint, checkpoint_every = settings.checkpoint, settings.checkpoint_every
     import torch
     from tqdm import tqdm
 
     state = dict(state or {})
     counters = counters or {}
     result = LoopResult(steps=0, counts={name: 0 for name in counters})
-    if checkpoint is not None and resume and (checkpoint / CHECKPOINT_STATE).exists():
+    if checkpoint is not None and settings.resume and (checkpoint / CHECKPOINT_STATE).exists():
         meta = _load(checkpoint, model, optimizer, scheduler, generators, state)
         result.steps, result.losses, result.history = int(meta["step"]), list(meta["losses"]), list(meta["history"])
         result.counts.update(meta.get("counts", {}))
@@ -130,7 +152,7 @@ def train_loop(
     done, seen = result.steps, 0
     window: List[float] = []
     start = time.time()
-    bar = tqdm(total=total, initial=done, disable=progress is None, desc=progress, unit="step")
+    bar = tqdm(total=total, initial=done, disable=settings.progress is None, desc=settings.progress, unit="step")
     try:
         for epoch in range(epochs):
             for batch in epoch_batches(epoch):
@@ -169,7 +191,7 @@ def train_loop(
                 break
     finally:
         bar.close()
-    if checkpoint is not None and keep_final:
+    if checkpoint is not None and settings.keep_final:
         save()
     result.seconds = time.time() - start
     return result

@@ -141,21 +141,23 @@ def run_pretraining(*loop: Any, settings: TrainSettings, total: int, output: Uni
                     save_model: Callable[[Path], None], logger: logging.Logger, name: str, progress: bool = True,
                     **options: Any):
     """What both pre-training loops run: ``training_loop.train_loop(*loop,
-    **options)`` (``loop``: model, optimizer, scheduler, epoch_batches,
+    LoopSettings(...), **options)`` (``loop``: model, optimizer, scheduler, epoch_batches,
     batch_loss; ``options``: e.g. counters, generators) with the settings'
     epochs, gradient clipping and logging (rows logged as ``"<name> {json}"``
     when ``progress``), checkpoints every ``checkpoint_every`` steps in
     ``output/checkpoint`` (rerunning the same command resumes from the last
     one; other settings are refused), then ``save_model(output / "model")``
     and the checkpoint removed. Returns the ``LoopResult``."""
-    from ..ml.training_loop import train_loop
+    from ..ml.training_loop import LoopSettings, train_loop
 
     checkpoint = Path(output) / "checkpoint"
     state = {k: v for k, v in asdict(settings).items() if k not in RUN_ONLY_SETTINGS}
+    loop_settings = LoopSettings(epochs=settings.epochs, total=total, grad_clip=settings.grad_clip,
+                                 log_every=settings.log_every, checkpoint=checkpoint,
+                                 checkpoint_every=settings.checkpoint_every, keep_final=False)
     result = train_loop(
-        *loop, epochs=settings.epochs, total=total, grad_clip=settings.grad_clip, log_every=settings.log_every,
+        *loop, loop_settings,
         on_log=(lambda row: logger.warning("%s %s", name, json.dumps(row))) if progress else None,
-        checkpoint=checkpoint, checkpoint_every=settings.checkpoint_every, keep_final=False,
         state={"settings": state}, **options,
     )
     save_model(Path(output) / "model")
