@@ -69,7 +69,7 @@ TEI_PAPER = "paper-formats/grobid-tei/N18-3011.tei.xml"
 SAMPLE_PAPER = "sample_paper.txt"
 CLASSIFIER_CONFIG = "classifier"
 ENCODER_CONFIG = "encoder"
-# 800 steps of the network, beside the members fitted at initialize (RESULTS.md: the demo's time and scores)
+# 800 steps of the network, the members fitted before them ([training.before_update]; RESULTS.md: the demo's time and scores)
 DEFAULT_CLASSIFIER_STEPS = 800
 DEFAULT_ENCODER_STEPS = 0  # the separate tok2vec encoder: off (the classifier's trunk gives the vectors)
 # The demo's classifier is the packaged config with a shorter fine-tune of its MiniLM member (0.3 of a pass over
@@ -216,8 +216,8 @@ def train_demo_models(data: DemoData, output: Path, *, classifier_steps: int, en
                       gpu_id: int = -1) -> Tuple[Path, Optional[Path]]:
     """Train the CPU classifier (packaged config ``classifier``
     with ``DEMO_CLASSIFIER_SETTINGS``: tok2vec + context architecture + section
-    input + n-grams + CRF, section dropout, and the members fitted at
-    initialize) on CSAbstruct + MuLMS-AZ + AZ-CL and the encoder (``encoder``) on
+    input + n-grams + CRF, section dropout, and the members fitted by the
+    config's member-fitting step) on CSAbstruct + MuLMS-AZ + AZ-CL and the encoder (``encoder``) on
     CSAbstruct into ``output`` (``encoder_steps`` = 0: no encoder, None is
     returned for it). With ``background`` (default: on a machine
     with two cores or more) the encoder trains in a child process beside the
