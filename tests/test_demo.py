@@ -4,51 +4,18 @@ run from another directory, annotation and the missing-data message. The
 assembly itself is tested in test_assemble.py, the demo from an installed
 wheel in test_package.py."""
 import json
-import random
 
 import pytest
 import spacy
-from helpers import MULMS_RECORD, cli_text
+from helpers import DEMO_SENTENCES, cli_text, write_tiny_demo_data
 
 from spacy_rhetoric.apps import demo, training_runs
 from spacy_rhetoric.resources import config_names, config_path
 
-SENTENCES = {
-    "background": ["Parsing is a core task in language processing.",
-                   "Many systems rely on syntactic trees for downstream tasks.",
-                   "Treebanks are expensive to annotate for new languages."],
-    "method": ["We train the parser on projected trees.",
-               "Our model uses a shared bilingual lexicon.",
-               "We filter the projected trees by confidence."],
-    "result": ["Our approach improves attachment scores by three points.",
-               "The results show large gains on free word order languages.",
-               "Accuracy increases with the size of the lexicon."],
-    "other": ["Code is available online.", "This work was funded by a grant."],
-}
-
-
-def write_csabstruct(path, n_abstracts, seed):
-    rng = random.Random(seed)
-    with path.open("w", encoding="utf8") as f:
-        for _ in range(n_abstracts):
-            labels = ["background", "method", "result", "other"]
-            sentences = [rng.choice(SENTENCES[label]) for label in labels]
-            f.write(json.dumps({"abstract_id": 0, "sentences": sentences, "labels": labels,
-                                "confs": [1.0] * 4}) + "\n")
-
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo_data")
-    (root / "csabstruct").mkdir()
-    write_csabstruct(root / "csabstruct" / "train.jsonl", 16, seed=0)
-    write_csabstruct(root / "csabstruct" / "dev.jsonl", 4, seed=1)
-    (root / demo.PHRASES_DIR).mkdir()
-    (root / demo.PHRASES_DIR / "CL.introduction").write_text(
-        "Showing the aim of the paper\tin this paper we propose\t3\n"
-        "Description of the results\tthe results show that\t2\n", encoding="utf8")
-    (root / demo.MULMS_FILE).parent.mkdir(parents=True)
-    (root / demo.MULMS_FILE).write_text(json.dumps(MULMS_RECORD) + "\n", encoding="utf8")
+    root = write_tiny_demo_data(tmp_path_factory.mktemp("demo_data"))
     data = demo.find_data(root)
     assert data.mulms == root / demo.MULMS_FILE
     output = tmp_path_factory.mktemp("demo_out")
@@ -132,7 +99,7 @@ def test_annotate(tiny_models, capsys, tmp_path):
     assert "other (1.00)" in out  # back matter: other by rule
     assert "most similar sentence" in out
     sents = list(nlp("We train the parser on projected trees. Accuracy increases with the lexicon.").sents)
-    assert all(s._.rhetoric_label in SENTENCES for s in sents)
+    assert all(s._.rhetoric_label in DEMO_SENTENCES for s in sents)
     assert sents[0].similarity(sents[1]) == pytest.approx(
         float(sents[0]._.rhetoric_vector @ sents[1]._.rhetoric_vector), abs=1e-5)
 
@@ -188,7 +155,7 @@ def test_run_writes_pipeline_and_reuses_models(tiny_models, monkeypatch, tmp_pat
     assert nlp.pipe_names[-4:] == ["rhetoric_phrase_labeler", "rhetoric_section_tagger",
                                    "rhetoric_function_classifier", "rhetoric_sentence_encoder"]
     assert "[section: results]" in out and "[section: abstract]" in out  # the packaged sample paper
-    assert [s._.rhetoric_label in SENTENCES for s in nlp("We train the parser. It works.").sents] == [True, True]
+    assert [s._.rhetoric_label in DEMO_SENTENCES for s in nlp("We train the parser. It works.").sents] == [True, True]
     # its own identity (spacy_rhetoric.meta), never the parser's
     assert (nlp.meta["name"], nlp.meta["license"]) == (demo.DEMO_PIPELINE_NAME, "CC BY-SA 4.0")
     assert [s["name"] for s in nlp.meta["sources"]][:2] == ["CSAbstruct", "MuLMS-AZ"]
@@ -281,8 +248,6 @@ def test_models_are_trained_again_when_the_section_names_change(tmp_path, monkey
 
 def test_the_pipeline_names_the_corpora_it_trained_on(tmp_path):
     """The demo's meta.json sources: the corpora of its data directory the classifier learns from."""
-    from helpers import write_tiny_demo_data
-
     from spacy_rhetoric.meta import SOURCES
 
     root = write_tiny_demo_data(tmp_path)
