@@ -238,7 +238,7 @@ def _fine_tune(settings: FinetunedSettings, use_sections: bool, X, texts, contex
                classes_of_vectors) -> Tuple[FinetunedEncoder, List[str]]:
     import torch
 
-    from .training_loop import train_loop
+    from .training_loop import LoopSettings, train_loop
 
     classes = sorted(set(y))
     runtime = FinetunedEncoder(settings.name, settings.frozen_layers, context.shape[1], len(classes),
@@ -305,8 +305,9 @@ def _fine_tune(settings: FinetunedSettings, use_sections: bool, X, texts, contex
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (total - step) / total))
     trainable.train()
-    train_loop(trainable, optimizer, scheduler, epoch_batches, batch_loss, epochs=n_epochs, total=total,
-               grad_clip=settings.grad_clip, progress=f"fine-tuning {settings.name}")
+    train_loop(trainable, optimizer, scheduler, epoch_batches, batch_loss,
+               LoopSettings(epochs=n_epochs, total=total, grad_clip=settings.grad_clip,
+                            progress=f"fine-tuning {settings.name}"))
     trainable.eval()
     return runtime, classes
 
