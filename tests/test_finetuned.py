@@ -58,9 +58,12 @@ def test_the_config_block_sets_the_member_that_runs():
     def build(**kwargs):
         return registered(PAPERS, **kwargs)
 
-    member = build(name=MODEL, epochs=0.5, frozen_layers=3, max_length=64, context_chars=40, int8=True)
-    assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "int8")} == \
-        {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "int8": True}
+    member = build(name=MODEL, epochs=0.5, frozen_layers=3, max_length=64, context_chars=40, precision="int8")
+    assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "precision")} == \
+        {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "precision": "int8"}
+    assert build(name=MODEL).attrs["precision"] == "auto"
+    with pytest.raises(RhetoricError, match="precision"):
+        build(name=MODEL, precision="fp8")
     assert build(name=MODEL).attrs["context_chars"] == 60
     assert build(name=MODEL).attrs["balance_sources"] is True
     assert build(name=MODEL, balance_sources=False).attrs["balance_sources"] is False
@@ -193,10 +196,29 @@ def test_batches_of_similar_length_give_each_pair_its_own_states_in_order():
     cached, _ = runtime.top(runtime.bottom(texts, contexts), context)
     assert numpy.allclose(probs, torch.softmax(cached, -1).detach().numpy(), atol=2e-2)
     # int8 on the CPU: a quantized copy of the encoder, close to float32, the encoder itself untouched
-    int8, _ = runtime.predict(texts, contexts, context, batch_size=2, int8=True)
-    assert runtime.inference_encoder(True) is not runtime.encoder
+    int8, _ = runtime.predict(texts, contexts, context, batch_size=2, precision="int8")
+    assert runtime.inference_encoder("int8") is not runtime.encoder
     assert not numpy.allclose(int8, probs, atol=1e-7) and numpy.allclose(int8, probs, atol=0.1)
     assert numpy.allclose(runtime.predict(texts, contexts, context, batch_size=2)[0], probs, atol=1e-6)
+    # bfloat16 autocast (emulated where the CPU lacks it): the encoder itself, close to float32, float32 out
+    bf16, _ = runtime.predict(texts, contexts, context, batch_size=2, precision="bf16")
+    assert runtime.inference_encoder("bf16") is runtime.encoder and bf16.dtype == numpy.float32
+    assert not numpy.allclose(bf16, probs, atol=1e-7) and numpy.allclose(bf16, probs, atol=0.05)
+    assert numpy.allclose(runtime.predict(texts, contexts, context, batch_size=2)[0], probs, atol=1e-6)
+
+
+def test_auto_precision_is_bfloat16_only_where_the_hardware_has_it(monkeypatch):
+    from spacy_rhetoric.ml import finetuned_encoder
+    from spacy_rhetoric.ml.finetuned_encoder import resolve_precision
+
+    monkeypatch.setattr(finetuned_encoder, "native_bf16", lambda device_type="cpu": True)
+    assert resolve_precision("auto") == "bf16"
+    monkeypatch.setattr(finetuned_encoder, "native_bf16", lambda device_type="cpu": False)
+    assert resolve_precision("auto") == "fp32"
+    assert resolve_precision("int8", "cuda") == "fp32" and resolve_precision("int8", "cpu") == "int8"
+    assert resolve_precision("bf16", "cuda") == "bf16"
+    with pytest.raises(RhetoricError, match="precision is one of"):
+        resolve_precision("float16")
 
 
 @pytest.mark.slow  # runs all-MiniLM-L6-v2

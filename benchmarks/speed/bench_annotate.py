@@ -53,7 +53,7 @@ def main() -> int:
     if not Path(args.pipeline).is_dir():
         print(f"pipeline {args.pipeline} not found: run `make demo` first or pass --pipeline", file=sys.stderr)
         return 1
-    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
 
     corpus = [Path(p) for p in args.inputs] if args.inputs else [Path(args.data) / "cl-scisumm" / "training-40-manual"]
     limit = 0 if args.inputs else args.limit
@@ -65,8 +65,8 @@ def main() -> int:
             for name, options in runs:
                 out = work / str(len(rows))
                 t0 = time.perf_counter()
-                summary = annotate_corpus(args.pipeline, corpus, out, limit=limit, batch_size=args.batch_size,
-                                          **options)
+                summary = annotate_corpus(args.pipeline, corpus, out,
+                                          AnnotateSettings(limit=limit, batch_size=args.batch_size, **options))
                 wall = time.perf_counter() - t0
                 timing = summary["timing"]
                 rows.append({"run": name, "repeat": repeat + 1, "papers": summary["papers"],

@@ -197,7 +197,7 @@ def main() -> int:
     import torch
 
     import spacy_rhetoric  # noqa: F401  (extensions, factories)
-    from spacy_rhetoric.apps.annotate import annotate_corpus
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, annotate_corpus
     from spacy_rhetoric.ml.st_models import load_sentence_transformer
     from spacy_rhetoric.util import resolve_hf_model, use_device
 
@@ -215,7 +215,8 @@ def main() -> int:
     def annotate() -> Dict[str, Any]:
         out = work / f"annotate{len(runs['annotate'])}"
         start = time.perf_counter()
-        summary = annotate_corpus(pipeline, inputs, out, batch_size=args.batch_size, n_process=1, limit=args.limit)
+        summary = annotate_corpus(pipeline, inputs, out, AnnotateSettings(batch_size=args.batch_size, n_process=1,
+                                                                           limit=args.limit))
         wall = time.perf_counter() - start
         if not sentences:
             with (out / "annotations.jsonl").open(encoding="utf8") as f:
@@ -243,7 +244,8 @@ def main() -> int:
     sides = {"annotate": annotate, "encode": encode, "tfidf": tfidf}
     try:
         # warm-up (first-call costs of the pipeline's models), outside the clock: one paper file
-        annotate_corpus(pipeline, inputs, work / "warm-up", batch_size=args.batch_size, n_process=1, limit=1)
+        annotate_corpus(pipeline, inputs, work / "warm-up", AnnotateSettings(batch_size=args.batch_size, n_process=1,
+                                                                               limit=1))
         for round_no, order in enumerate(ORDER):
             for side in order:
                 if side == "encode" and round_no == 0:  # warm-up (first-call costs), outside the clock

@@ -302,17 +302,17 @@ def build_vector_head(loss: Any, width: int = 256, weight: float = 1.0, label_fi
 def _finetuned_signature() -> Signature:
     """``FinetunedMember.v1``'s arguments: ``learn_from``, the fields of
     ``finetuned.FinetunedSettings`` (the one list of the fine-tune's
-    settings), ``use_sections``, ``int8`` and ``vectors``."""
+    settings), ``use_sections``, ``precision`` and ``vectors``."""
     settings = [Parameter(f.name, Parameter.KEYWORD_ONLY, annotation=f.type, default=f.default)
                 for f in fields(FinetunedSettings)]
     return Signature([Parameter("learn_from", Parameter.POSITIONAL_OR_KEYWORD, annotation=DocScope), *settings,
                       Parameter("use_sections", Parameter.KEYWORD_ONLY, annotation=bool, default=True),
-                      Parameter("int8", Parameter.KEYWORD_ONLY, annotation=bool, default=False),
+                      Parameter("precision", Parameter.KEYWORD_ONLY, annotation=str, default="auto"),
                       Parameter("vectors", Parameter.KEYWORD_ONLY, annotation=Optional[VectorHead], default=None)],
                      return_annotation=Model)
 
 
-def build_finetuned_member(learn_from: DocScope, *, use_sections: bool = True, int8: bool = False,
+def build_finetuned_member(learn_from: DocScope, *, use_sections: bool = True, precision: str = "auto",
                            vectors: Optional[VectorHead] = None, **settings: Any) -> Model:
     """A member fine-tuned in the member-fitting step (``pipeline/fitting.py``)
     on the sentences of its ``learn_from`` docs: the top layers of the
@@ -324,11 +324,13 @@ def build_finetuned_member(learn_from: DocScope, *, use_sections: bool = True, i
     ``warmup``, ``grad_clip``, ``batch_size``, ``max_length``,
     ``context_chars``, ``class_weight_power``, ``balance_sources``,
     ``source_power``, ``seed``); ``ml/finetuned.py``. ``use_sections``: the
-    heading and the section one-hot are read. ``int8``: at prediction on a
-    CPU its linear layers run in int8 (dynamic quantization). ``vectors``: a
+    heading and the section one-hot are read. ``precision``: the number
+    format of prediction ("auto": bfloat16 where the device multiplies it in
+    hardware, else float32; "fp32", "bf16", "int8";
+    ``finetuned_encoder.resolve_precision``). ``vectors``: a
     ``[...vectors]`` block (``VectorHead.v1``): the same pass also gives
     every sentence's ``rhetoric_vector`` -- one trunk, two heads."""
-    return finetuned_expert(docs=_scope(learn_from, "FinetunedMember.v1"), use_sections=use_sections, int8=int8,
+    return finetuned_expert(docs=_scope(learn_from, "FinetunedMember.v1"), use_sections=use_sections, precision=precision,
                             vectors=vectors, **settings)
 
 

@@ -68,7 +68,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from .devices import to_host
-from .finetuned_encoder import POOLINGS, FinetunedEncoder
+from .finetuned_encoder import POOLINGS, FinetunedEncoder, resolve_precision
 from .finetuned_io import encoder_from_state, encoder_state, legacy_encoder
 from .members import MemberShim, fitted_member, row_doc_values, row_values
 from .segments import sections_of, sentence_headings
@@ -345,7 +345,7 @@ class FinetunedShim(MemberShim):
 
     def predict_with_vectors(self, member, X, texts, context) -> Tuple[numpy.ndarray, List[str], numpy.ndarray]:
         contexts = pair_texts(X, texts, member.attrs["context_chars"], member.attrs["use_sections"])
-        probs, vectors = self._model.predict(texts, contexts, context, int8=bool(member.attrs.get("int8")))
+        probs, vectors = self._model.predict(texts, contexts, context, precision=member.attrs.get("precision", "fp32"))
         return probs, list(self.cfg["classes"]), vectors
 
     def unfit(self) -> None:
@@ -376,7 +376,7 @@ class FinetunedShim(MemberShim):
 
 
 def finetuned_expert(name: str = FinetunedSettings.name, *, docs: str = "papers", use_sections: bool = True,
-                     int8: bool = False, vectors: Optional[VectorHead] = None, **settings: Any
+                     precision: str = "auto", vectors: Optional[VectorHead] = None, **settings: Any
                      ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A member fine-tuned by the member-fitting step (module docstring):
     the top layers of the Hugging Face encoder ``name`` over the sentence
@@ -384,10 +384,12 @@ def finetuned_expert(name: str = FinetunedSettings.name, *, docs: str = "papers"
     linear -> softmax; ``settings``: the other fields of
     :class:`FinetunedSettings`. ``docs``: the docs it learns from
     (``members.SCOPES``); ``use_sections``: the heading and the section
-    one-hot are read. ``int8``: at prediction on a CPU, the encoder's linear
-    layers run in int8 (:meth:`FinetunedEncoder.inference_encoder`).
+    one-hot are read. ``precision``: the number format of prediction
+    (:func:`finetuned_encoder.resolve_precision`: "auto" is bfloat16 where
+    the device multiplies it in hardware, else float32).
     ``vectors``: a :class:`VectorHead`: the member also gives every
     sentence's vector (``members._member_forward``), from the same pass."""
     recorded = asdict(FinetunedSettings(name=name, **settings))
-    return fitted_member("finetuned_expert", FinetunedShim(vectors), {**recorded, "int8": bool(int8)}, docs=docs,
-                         use_sections=use_sections)
+    resolve_precision(precision)  # an unknown format is an error now, not at the first prediction
+    return fitted_member("finetuned_expert", FinetunedShim(vectors), {**recorded, "precision": str(precision)},
+                         docs=docs, use_sections=use_sections)

@@ -14,6 +14,48 @@ import numpy
 from ..errors import RhetoricError
 
 POOLINGS = ("pair", "sentence")  # what the vector head averages (VectorHead.pooling)
+# the number formats prediction runs in (FinetunedMember.v1 ``precision``); "auto": resolve_precision
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
+
+
+def native_bf16(device_type: str = "cpu") -> bool:
+    """Whether the device multiplies bfloat16 matrices in hardware: on a CPU,
+    AMX tiles or AVX-512 BF16 (where bfloat16 autocast is faster than
+    float32; elsewhere it is emulated and slower); a CUDA card of compute
+    capability 8.0 or more."""
+    import torch
+
+    if device_type == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    checks = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    try:
+        return any(bool(check()) for check in checks if check is not None)
+    except Exception:  # a torch build without the probes: take the safe path
+        return False
+
+
+def resolve_precision(precision: str, device_type: str = "cpu") -> str:
+    """The number format prediction runs in: ``"auto"`` is bfloat16 where
+    the device has it in hardware (:func:`native_bf16`), else float32;
+    ``"int8"`` applies on a CPU only (float32 elsewhere)."""
+    if precision not in PRECISIONS:
+        raise RhetoricError(f"precision is one of {list(PRECISIONS)}, got {precision!r}")
+    if precision == "auto":
+        return "bf16" if native_bf16(device_type) else "fp32"
+    if precision == "int8" and device_type != "cpu":
+        return "fp32"
+    return precision
+
+
+def autocast(device_type: str, precision: str):
+    """bfloat16 autocast on ``device_type`` for ``"bf16"``; else a no-op."""
+    import contextlib
+
+    import torch
+
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type if device_type in ("cpu", "cuda") else "cpu", dtype=torch.bfloat16)
 
 
 class FinetunedEncoder:
@@ -158,12 +200,13 @@ class FinetunedEncoder:
         m = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
 
-    def inference_encoder(self, int8: bool = False):
-        """The encoder prediction runs: with ``int8`` on a CPU, a copy whose
-        linear layers are dynamically quantized to int8 (torch's
+    def inference_encoder(self, precision: str = "fp32"):
+        """The encoder prediction runs: with ``precision = "int8"`` on a CPU,
+        a copy whose linear layers are dynamically quantized to int8 (torch's
         ``quantize_dynamic``: int8 weights, activations quantized per batch),
-        made once; else the encoder itself."""
-        if not int8 or self.device.type != "cpu":
+        made once; else the encoder itself (``"bf16"`` runs it under autocast,
+        :meth:`predict`)."""
+        if precision != "int8" or self.device.type != "cpu":
             return self.encoder
         if getattr(self, "_int8", None) is None:
             import copy
@@ -182,17 +225,20 @@ class FinetunedEncoder:
     def vector_width(self) -> int:
         return int(self.vector_head.out_features) if self.vector_head is not None else 0
 
-    def predict(self, texts, contexts, context, batch_size: int = 64, int8: bool = False
+    def predict(self, texts, contexts, context, batch_size: int = 64, precision: str = "fp32"
                 ) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """Probabilities per pair and, with a vector head, its vector
         (``[n, vector_width]``, L2-normalised; else ``[n, 0]``): every layer
         in one pass per batch (no cache of the frozen layers' states at
         prediction), batches of pairs of similar length (each pair's result
-        does not depend on its batch). ``int8``: on a CPU, the linear layers
-        in int8 (:meth:`inference_encoder`)."""
+        does not depend on its batch). ``precision`` (:func:`resolve_precision`):
+        ``"bf16"`` runs the encoder's layers under bfloat16 autocast (pooling
+        and heads stay float32), ``"int8"`` on a CPU its linear layers in int8
+        (:meth:`inference_encoder`), ``"fp32"`` plain float32."""
         import torch
 
-        encoder = self.inference_encoder(int8)
+        precision = resolve_precision(precision, self.device.type)
+        encoder = self.inference_encoder(precision)
         encoder.eval()
         out = numpy.zeros((len(texts), self.head.out_features), dtype="float32")
         vectors = numpy.zeros((len(texts), self.vector_width), dtype="float32")
@@ -204,10 +250,12 @@ class FinetunedEncoder:
                                    max_length=self.max_length, padding=True, return_tensors="pt",
                                    return_token_type_ids=True)
                 x = {k: v.to(self.device) for k, v in x.items()}
-                hidden = encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
-                mask = self._mask(x["attention_mask"])
-                for layer in encoder.encoder.layer:
-                    hidden = layer(hidden, attention_mask=mask)[0]
+                with autocast(self.device.type, precision):
+                    hidden = encoder.embeddings(input_ids=x["input_ids"], token_type_ids=x.get("token_type_ids"))
+                    mask = self._mask(x["attention_mask"])
+                    for layer in encoder.encoder.layer:
+                        hidden = layer(hidden, attention_mask=mask)[0]
+                hidden = hidden.float()
                 m = x["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
                 features = torch.cat([pooled, torch.as_tensor(context[rows], dtype=pooled.dtype, device=self.device)], 1)
