@@ -19,7 +19,14 @@ pipeline load and the final merge.
         --runs 1 2 --repeats 2 --report benchmarks/speed/results/annotate_nprocess.json
 
 ``--runs``: which of the three runs (1, 2: n_process; dask), ``--repeats``:
-each that many times, alternating (the median is reported).
+each that many times, alternating (the median is reported). ``--papers N
+[N ...]``: a scaling table: for each N, a corpus of N papers made by repeating
+the input papers (hard links under new names, so each is its own input), every
+run on it; each row also gives seconds per paper and the peak resident memory
+of this process and all its children together (sampled every 0.25 s).
+
+    python benchmarks/speed/bench_annotate.py --pipeline .demo/pipeline --inputs ../shared/data/paper-formats \
+        --papers 16 100 --runs 1 2 dask --report benchmarks/speed/results/annotate_scaling.json
 """
 import argparse
 import json
@@ -29,7 +36,9 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -37,6 +46,53 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 RUNS = (("nlp.pipe n_process=1", {"n_process": 1}),
         ("nlp.pipe n_process=2", {"n_process": 2}),
         ("Dask LocalCluster, 2 workers x 1 thread", {"scheduler": "local", "workers": 2}))
+
+
+@contextmanager
+def peak_memory(every: float = 0.25):
+    """Yields a dict whose ``"mb"`` is, once the block ends, the largest
+    resident memory of this process and its children together (MB)."""
+    import psutil
+
+    me, out, stop = psutil.Process(), {"mb": 0.0}, threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            total = 0
+            for proc in [me, *me.children(recursive=True)]:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.Error:  # a worker that just ended
+                    pass
+            out["mb"] = max(out["mb"], total / 2**20)
+            stop.wait(every)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield out
+    finally:
+        stop.set()
+        thread.join()
+
+
+def repeated_corpus(inputs, n: int, folder: Path) -> Path:
+    """A folder of ``n`` paper files cycling through the papers of
+    ``inputs`` (README files left out), each under a name of its own."""
+    from spacy_rhetoric.readers.papers import paper_files
+
+    files = [f for f in paper_files(inputs) if f.stem.upper() != "README"]
+    if not files:
+        raise SystemExit(f"no paper files in {inputs}")
+    folder.mkdir(parents=True)
+    for i in range(n):
+        src = files[i % len(files)]
+        dst = folder / f"c{i:05d}-{src.name}"
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system: copy
+            shutil.copyfile(src, dst)
+    return folder
 
 
 def main() -> int:
@@ -49,6 +105,8 @@ def main() -> int:
     parser.add_argument("--runs", nargs="*", default=["1", "2", "dask"], choices=["1", "2", "dask"])
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--report", default=None)
+    parser.add_argument("--papers", type=int, nargs="*", default=None,
+                        help="scaling table: corpora of these many papers, repeating the inputs")
     args = parser.parse_args()
     if not Path(args.pipeline).is_dir():
         print(f"pipeline {args.pipeline} not found: run `make demo` first or pass --pipeline", file=sys.stderr)
@@ -59,26 +117,34 @@ def main() -> int:
     limit = 0 if args.inputs else args.limit
     runs = [RUNS[("1", "2", "dask").index(r)] for r in args.runs]
     work = Path(tempfile.mkdtemp(prefix="bench_annotate-"))
-    rows, outputs = [], []
+    rows, outputs = [], {}
     try:
-        for repeat in range(args.repeats):
-            for name, options in runs:
-                out = work / str(len(rows))
-                t0 = time.perf_counter()
-                summary = annotate_corpus(args.pipeline, corpus, out,
-                                          AnnotateSettings(limit=limit, batch_size=args.batch_size, **options))
-                wall = time.perf_counter() - t0
-                timing = summary["timing"]
-                rows.append({"run": name, "repeat": repeat + 1, "papers": summary["papers"],
-                             "sentences": summary["sentences"], "seconds": timing["seconds"],
-                             "papers_per_second": timing["papers_per_second"],
-                             "sentences_per_second": timing["sentences_per_second"], "wall_seconds": round(wall, 1)})
-                outputs.append((out / "annotations.jsonl").read_bytes())
-                print(json.dumps(rows[-1]), flush=True)
+        sizes = args.papers or [None]
+        for size in sizes:
+            inputs = [repeated_corpus(corpus, size, work / f"corpus{size}")] if size else corpus
+            for repeat in range(args.repeats):
+                for name, options in runs:
+                    out = work / str(len(rows))
+                    t0 = time.perf_counter()
+                    with peak_memory() as memory:
+                        summary = annotate_corpus(args.pipeline, inputs, out, AnnotateSettings(
+                            limit=0 if size else limit, batch_size=args.batch_size, **options))
+                    wall = time.perf_counter() - t0
+                    timing = summary["timing"]
+                    rows.append({"run": name, "corpus_papers": size, "repeat": repeat + 1,
+                                 "papers": summary["papers"], "sentences": summary["sentences"],
+                                 "seconds": timing["seconds"], "papers_per_second": timing["papers_per_second"],
+                                 "seconds_per_paper": round(timing["seconds"] / max(summary["papers"], 1), 3),
+                                 "sentences_per_second": timing["sentences_per_second"],
+                                 "wall_seconds": round(wall, 1), "peak_memory_mb": round(memory["mb"])})
+                    outputs.setdefault(size, []).append((out / "annotations.jsonl").read_bytes())
+                    shutil.rmtree(out, ignore_errors=True)
+                    print(json.dumps(rows[-1]), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    identical = all(o == outputs[0] for o in outputs)
-    medians = {name: statistics.median(r["sentences_per_second"] for r in rows if r["run"] == name)
+    identical = all(o == same[0] for same in outputs.values() for o in same)
+    medians = {name: statistics.median(r["sentences_per_second"] for r in rows
+                                       if r["run"] == name and r["corpus_papers"] == rows[0]["corpus_papers"])
                for name, _ in runs}
     first = medians[runs[0][0]]
     report = {"pipeline": str(args.pipeline), "corpus": [str(c) for c in corpus], "limit": limit,
@@ -86,11 +152,11 @@ def main() -> int:
               "speedup_over_first": {name: round(v / first, 3) for name, v in medians.items()},
               "batch_size": args.batch_size, "identical_outputs": identical, "machine": platform.platform(),
               "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
-    print("\n| run | papers | sentences | seconds | papers/s | sentences/s | wall s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| run | papers | sentences | seconds | s/paper | sentences/s | wall s | peak MB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['run']} | {r['papers']} | {r['sentences']} | {r['seconds']:.1f} | "
-              f"{r['papers_per_second']:.2f} | {r['sentences_per_second']:.0f} | {r['wall_seconds']:.1f} |")
+        print(f"| {r['run']} | {r['papers']} | {r['sentences']} | {r['seconds']:.1f} | {r['seconds_per_paper']:.3f} | "
+              f"{r['sentences_per_second']:.0f} | {r['wall_seconds']:.1f} | {r['peak_memory_mb']} |")
     print(f"\nmedian sentences/s: {medians}; over the first run: {report['speedup_over_first']}")
     print(f"identical outputs: {identical}")
     if args.report:
