@@ -59,9 +59,11 @@ def test_the_config_block_sets_the_member_that_runs():
         return registered(PAPERS, **kwargs)
 
     member = build(name=MODEL, epochs=0.5, frozen_layers=3, max_length=64, context_chars=40, precision="int8")
-    assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars", "precision")} == \
-        {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40, "precision": "int8"}
-    assert build(name=MODEL).attrs["precision"] == "auto"
+    assert {k: member.attrs[k] for k in ("epochs", "frozen_layers", "max_length", "context_chars")} == \
+        {"epochs": 0.5, "frozen_layers": 3, "max_length": 64, "context_chars": 40}
+    # how it predicts is the config's, held by the shim and not stored with the weights
+    assert member.shims[0].precision == "int8" and "precision" not in member.attrs
+    assert build(name=MODEL).shims[0].precision == "auto"
     with pytest.raises(RhetoricError, match="precision"):
         build(name=MODEL, precision="fp8")
     assert build(name=MODEL).attrs["context_chars"] == 60
@@ -119,9 +121,9 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
 
     nlp = spacy.blank("en")
 
-    def member():
+    def member(precision="fp32"):
         return finetuned_expert(MODEL, epochs=30, learn_rate=1e-3, head_learn_rate=1e-2, batch_size=6,
-                                max_length=48, frozen_layers=4, class_weight_power=0.0)
+                                max_length=48, frozen_layers=4, class_weight_power=0.0, precision=precision)
 
     m = member()
     counts = fit_members([m], as_X([paper_doc(nlp, PAPER), paper_doc(nlp, PAPER)]), [r[3] for r in PAPER] * 2,
@@ -141,6 +143,10 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
     again = member()
     again.from_bytes(m.to_bytes())
     assert numpy.allclose(again.predict(X), probs, atol=1e-5)
+    # the number format is the loading config's (a config override at spacy.load), not the saved one's
+    in_bf16 = member("bf16").from_bytes(m.to_bytes())
+    assert in_bf16.shims[0].precision == "bf16" and again.shims[0].precision == "fp32"
+    assert numpy.allclose(in_bf16.predict(X), probs, atol=0.05)
     # on a device model (tests/device_sim.py: arrays that are not numpy's) it hands over device arrays
     with device_ops() as ops:
         on_device = member()

@@ -36,9 +36,9 @@ def set_precision(nlp, precision: str) -> int:
     """Every fine-tuned member of the classifier predicts in ``precision``; how many members."""
     from spacy_rhetoric.ml.members import fitted_members
 
-    members = [m for m in fitted_members(nlp.get_pipe(CLASSIFIER).model) if "context_chars" in m.attrs]
+    members = [m for m in fitted_members(nlp.get_pipe(CLASSIFIER).model) if hasattr(m.shims[0], "precision")]
     for m in members:
-        m.attrs["precision"] = precision
+        m.shims[0].precision = precision
     return len(members)
 
 

@@ -3,7 +3,7 @@
 Three sides, in one process, on the same sentences:
 
 - ``annotate``: the library function behind ``spacy-rhetoric annotate``
-  (``spacy_rhetoric.apps.annotate.annotate_corpus``, ``n_process=1``) over the
+  (``spacy_rhetoric.apps.annotate.annotate_corpus``, ``n_process=1``, or ``--n-process N`` worker processes) over the
   papers of ``paper-formats/`` (every format: GROBID TEI, JATS, S2ORC; the
   folder's README left out) with ``--pipeline`` (default ``.demo/pipeline``
   of the checkout, which ``make demo`` writes; without one, ``--pipeline`` is
@@ -20,6 +20,10 @@ Three sides, in one process, on the same sentences:
 - ``tfidf``: scikit-learn ``TfidfVectorizer`` (1-2-grams, sublinear tf) +
   ``LogisticRegression`` fitted on the CSAbstruct train sentences (outside the
   clock; its time is reported) labelling the same sentences.
+
+- ``encode_bf16`` (with ``--encode-bf16``): the same ``encode`` under torch's
+  bfloat16 autocast, the format the pipeline's fine-tuned member predicts in
+  on CPUs with AMX or AVX-512 BF16 (``FinetunedMember.v1`` ``precision``).
 
 Each side runs twice, the order alternating (annotate, encode, tfidf, then
 tfidf, encode, annotate); the table gives both runs and their median, and the
@@ -54,7 +58,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[2]
 FORMAT_DIRS = ("grobid-tei", "jats", "s2orc")
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-ORDER = (("annotate", "encode", "tfidf"), ("tfidf", "encode", "annotate"))
+SIDES = ("annotate", "encode", "tfidf")
 
 
 def device_label(gpu_id: int) -> str:
@@ -183,6 +187,9 @@ def main() -> int:
     parser.add_argument("--encode-batch-size", type=int, default=32)
     parser.add_argument("--limit", type=int, default=0, help="only the first N paper files (0: all)")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    parser.add_argument("--n-process", type=int, default=1, help="annotate with N worker processes")
+    parser.add_argument("--encode-bf16", action="store_true",
+                        help="also encode under bfloat16 autocast (side encode_bf16)")
     parser.add_argument("--components", action="store_true",
                         help="also time each component's pipe on the same papers (component_seconds)")
     args = parser.parse_args()
@@ -210,13 +217,14 @@ def main() -> int:
     labeller, tfidf_fit = tfidf_labeller(args.data / "csabstruct")
     work = Path(tempfile.mkdtemp(prefix="bench_throughput-"))
     sentences: List[str] = []
-    runs: Dict[str, List[Dict[str, Any]]] = {"annotate": [], "encode": [], "tfidf": []}
+    names = SIDES + (("encode_bf16",) if args.encode_bf16 else ())
+    runs: Dict[str, List[Dict[str, Any]]] = {side: [] for side in names}
 
     def annotate() -> Dict[str, Any]:
         out = work / f"annotate{len(runs['annotate'])}"
         start = time.perf_counter()
-        summary = annotate_corpus(pipeline, inputs, out, AnnotateSettings(batch_size=args.batch_size, n_process=1,
-                                                                           limit=args.limit))
+        summary = annotate_corpus(pipeline, inputs, out, AnnotateSettings(
+            batch_size=args.batch_size, n_process=args.n_process, limit=args.limit))
         wall = time.perf_counter() - start
         if not sentences:
             with (out / "annotations.jsonl").open(encoding="utf8") as f:
@@ -241,14 +249,18 @@ def main() -> int:
         seconds = time.perf_counter() - start
         return {"sentences": len(labels), "sentences_per_second": round(len(labels) / seconds, 2)}
 
-    sides = {"annotate": annotate, "encode": encode, "tfidf": tfidf}
+    def encode_bf16() -> Dict[str, Any]:
+        with torch.autocast("cpu" if args.gpu_id < 0 else "cuda", dtype=torch.bfloat16):
+            return encode()
+
+    sides = {"annotate": annotate, "encode": encode, "tfidf": tfidf, "encode_bf16": encode_bf16}
     try:
         # warm-up (first-call costs of the pipeline's models), outside the clock: one paper file
         annotate_corpus(pipeline, inputs, work / "warm-up", AnnotateSettings(batch_size=args.batch_size, n_process=1,
                                                                                limit=1))
-        for round_no, order in enumerate(ORDER):
+        for round_no, order in enumerate((names, names[::-1])):
             for side in order:
-                if side == "encode" and round_no == 0:  # warm-up (first-call costs), outside the clock
+                if side.startswith("encode") and round_no == 0:  # warm-up (first-call costs), outside the clock
                     encoder.encode(sentences[:args.encode_batch_size], batch_size=args.encode_batch_size)
                 runs[side].append(timed(sides[side]))
                 print(f"  {side} run {round_no + 1}: {runs[side][-1]['sentences_per_second']} sentences/s",
@@ -263,13 +275,13 @@ def main() -> int:
         "device": device, "gpu_id": args.gpu_id, "threads": threads(), "thinc_ops": thinc_ops(),
         "machine": platform.platform(),
         "python": platform.python_version(), "torch": torch.__version__, "spacy_rhetoric": spacy_rhetoric.__version__,
-        "command": " ".join(sys.argv), "inputs": [str(p) for p in inputs],
+        "command": " ".join(sys.argv), "inputs": [str(p) for p in inputs], "n_process": args.n_process,
         "pipeline": pipeline_description(pipeline),
         "encode_model": {"name": MODEL, "path": resolve_hf_model(MODEL), "max_seq_length": 256,
                          "batch_size": args.encode_batch_size, "device": str(encoder.device)},
         "tfidf": tfidf_fit, "runs": runs,
         # scikit-learn runs on the CPU whatever --gpu-id says
-        "side_devices": {"annotate": device, "encode": device, "tfidf": device_label(-1)},
+        "side_devices": {"annotate": device, "encode": device, "encode_bf16": device, "tfidf": device_label(-1)},
         "median_sentences_per_second": median,
         "ratio_annotate_over_encode": round(median["annotate"] / median["encode"], 3),
         "ratio_annotate_over_tfidf": round(median["annotate"] / median["tfidf"], 4),

@@ -318,9 +318,12 @@ class FinetunedShim(MemberShim):
     rebuilds it). ``vectors``: the :class:`VectorHead` to train (None: no
     vectors)."""
 
-    def __init__(self, vectors: Optional[VectorHead] = None):
+    def __init__(self, vectors: Optional[VectorHead] = None, precision: str = "auto"):
         super().__init__()
         self.vectors = vectors
+        # how it predicts, from the config it is built from; not stored with the
+        # weights, so a config override at spacy.load takes effect
+        self.precision = precision
 
     def fit(self, member, X, texts, context, pick, y, labels) -> None:
         classes_of_vectors: List[str] = []
@@ -345,7 +348,7 @@ class FinetunedShim(MemberShim):
 
     def predict_with_vectors(self, member, X, texts, context) -> Tuple[numpy.ndarray, List[str], numpy.ndarray]:
         contexts = pair_texts(X, texts, member.attrs["context_chars"], member.attrs["use_sections"])
-        probs, vectors = self._model.predict(texts, contexts, context, precision=member.attrs.get("precision", "fp32"))
+        probs, vectors = self._model.predict(texts, contexts, context, precision=self.precision)
         return probs, list(self.cfg["classes"]), vectors
 
     def unfit(self) -> None:
@@ -372,7 +375,7 @@ class FinetunedShim(MemberShim):
         return self
 
     def copy(self) -> "FinetunedShim":
-        return FinetunedShim(self.vectors).from_bytes(self.to_bytes())
+        return FinetunedShim(self.vectors, self.precision).from_bytes(self.to_bytes())
 
 
 def finetuned_expert(name: str = FinetunedSettings.name, *, docs: str = "papers", use_sections: bool = True,
@@ -391,5 +394,5 @@ def finetuned_expert(name: str = FinetunedSettings.name, *, docs: str = "papers"
     sentence's vector (``members._member_forward``), from the same pass."""
     recorded = asdict(FinetunedSettings(name=name, **settings))
     resolve_precision(precision)  # an unknown format is an error now, not at the first prediction
-    return fitted_member("finetuned_expert", FinetunedShim(vectors), {**recorded, "precision": str(precision)},
-                         docs=docs, use_sections=use_sections)
+    return fitted_member("finetuned_expert", FinetunedShim(vectors, str(precision)), recorded, docs=docs,
+                         use_sections=use_sections)
