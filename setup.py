@@ -48,6 +48,8 @@ ENTRY_POINTS = {
     "spacy_architectures": [
         "spacy_rhetoric.SentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_sentence_classifier",
         "spacy_rhetoric.ContextSentenceClassifier.v1 = spacy_rhetoric.ml.classifier:build_context_sentence_classifier",
+        "spacy_rhetoric.ContextCNN.v1 = spacy_rhetoric.ml.context:build_context_cnn",
+        "spacy_rhetoric.ContextBiLSTM.v1 = spacy_rhetoric.ml.context:build_context_bilstm",
         "spacy_rhetoric.SequenceSentenceClassifier.v1 = spacy_rhetoric.ml.sequence:build_sequence_sentence_classifier",
         "spacy_rhetoric.SectionAwareSentenceClassifier.v3 = spacy_rhetoric.ml.sections:build_section_aware_sentence_classifier_v3",
         "spacy_rhetoric.FullPaperSentenceClassifier.v4 = spacy_rhetoric.ml.experts:build_full_paper_sentence_classifier",

@@ -38,6 +38,18 @@ SMALL_TOK2VEC = {
 }
 
 
+def cnn_encoder(width: int, depth: int = 1, window_size: int = 1, maxout_pieces: int = 3,
+                dropout: float = 0.0) -> Dict[str, Any]:
+    """The config block of a context CNN (``spacy_rhetoric.ContextCNN.v1``) of ``width``."""
+    return {"@architectures": "spacy_rhetoric.ContextCNN.v1", "width": width, "depth": depth,
+            "window_size": window_size, "maxout_pieces": maxout_pieces, "dropout": dropout}
+
+
+def lstm_encoder(width: int, depth: int = 1, dropout: float = 0.0) -> Dict[str, Any]:
+    """The config block of a context BiLSTM (``spacy_rhetoric.ContextBiLSTM.v1``) of ``width``."""
+    return {"@architectures": "spacy_rhetoric.ContextBiLSTM.v1", "width": width, "depth": depth, "dropout": dropout}
+
+
 def resolve_config(text: str) -> Dict[str, Any]:
     """The sections of a config string with every registered function resolved."""
     return registry.resolve(Config().from_str(text))
@@ -252,12 +264,14 @@ TOK2VEC = dict(SMALL_TOK2VEC, maxout_pieces=2)
 
 def model_config(**kwargs):
     config = {"@architectures": "spacy_rhetoric.SectionAwareSentenceClassifier.v3", "pooling": "mean",
-              "width": 32, "depth": 1, "dropout": 0.0, "tok2vec": TOK2VEC}
+              "width": 32, "dropout": 0.0, "tok2vec": TOK2VEC}
     if kwargs.get("@architectures") == FULL_PAPER:  # the network's arguments go to its block
         network = {k: v for k, v in config.items() if k != "@architectures"}
         network.update(kwargs["network"])
+        network.setdefault("encoder", cnn_encoder(network["width"], dropout=network["dropout"]))
         return dict(kwargs, network=network)
     config.update(kwargs)
+    config.setdefault("encoder", cnn_encoder(config["width"], dropout=config["dropout"]))
     return config
 
 

@@ -18,7 +18,7 @@ import numpy
 import pytest
 import spacy
 from device_sim import DeviceArray, device_ops, host, is_device_array, record, summary
-from helpers import BENCHMARK_CONFIGS
+from helpers import BENCHMARK_CONFIGS, cnn_encoder, lstm_encoder
 from numpy.testing import assert_allclose
 from spacy.tokens import DocBin
 from spacy.training import Example
@@ -44,12 +44,12 @@ LABELS = ["background", "objective", "method", "result", "other"]
 
 TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "pretrained_vectors": None, "width": 16, "depth": 1,
            "embed_size": 300, "window_size": 1, "maxout_pieces": 2, "subword_features": True}
-SMALL = {"pooling": "mean+max", "width": 16, "depth": 1, "dropout": 0.0, "tok2vec": TOK2VEC}
+SMALL = {"pooling": "mean+max", "width": 16, "encoder": cnn_encoder(16), "dropout": 0.0, "tok2vec": TOK2VEC}
 NGRAMS = {"ngram_size": 2, "ngram_length": 512}
 ARCHITECTURES = {
     "SentenceClassifier.v1": {"pooling": "mean", "hidden_size": 8, "dropout": 0.0, "tok2vec": TOK2VEC},
     "ContextSentenceClassifier.v1": SMALL,
-    "ContextSentenceClassifier.v1-lstm": dict(SMALL, encoder="lstm"),
+    "ContextSentenceClassifier.v1-lstm": dict(SMALL, encoder=lstm_encoder(16)),
     "SequenceSentenceClassifier.v1": dict(SMALL, **NGRAMS),
     "SequenceSentenceClassifier.v1-viterbi": dict(SMALL, decode="viterbi", **NGRAMS),
     "SectionAwareSentenceClassifier.v3": dict(SMALL, acknowledgements=True, **NGRAMS),

@@ -1,7 +1,7 @@
 import numpy
 import pytest
 import spacy
-from helpers import SMALL_TOK2VEC, make_reference
+from helpers import SMALL_TOK2VEC, cnn_encoder, lstm_encoder, make_reference
 from numpy.testing import assert_almost_equal
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -48,13 +48,11 @@ CONTEXT_CNN = {
     "@architectures": "spacy_rhetoric.ContextSentenceClassifier.v1",
     "pooling": "mean+max",
     "width": 32,
-    "encoder": "cnn",
-    "depth": 1,
-    "window_size": 1,
+    "encoder": cnn_encoder(32),
     "dropout": 0.0,
     "tok2vec": SMALL_TOK2VEC,
 }
-CONTEXT_LSTM = dict(CONTEXT_CNN, encoder="lstm")
+CONTEXT_LSTM = dict(CONTEXT_CNN, encoder=lstm_encoder(32))
 
 
 def make_examples(nlp, data):

@@ -20,6 +20,7 @@ from spacy.tokens import DocBin
 
 import spacy_rhetoric  # noqa: F401
 from spacy_rhetoric.extensions import HEADING, SECTION, get_span_value, set_span_values
+from spacy_rhetoric.ml.context import build_context_cnn
 from spacy_rhetoric.ml.sections import BACK_MATTER, UNKNOWN, is_back_matter_heading, sentence_sections
 from spacy_rhetoric.readers.common import doc_from_sentences
 from spacy_rhetoric.readers.section_labels import (
@@ -188,9 +189,11 @@ def test_sequence_head_parts():
     from spacy_rhetoric.ml.sections import build_section_aware_sentence_classifier_v3
 
     t2v = spacy.registry.resolve({"t": TOK2VEC})["t"]
-    model = build_section_aware_sentence_classifier_v3(t2v, width=16, depth=1, ngram_size=2, ngram_length=512)
+    model = build_section_aware_sentence_classifier_v3(t2v, build_context_cnn(16, depth=1), width=16, ngram_size=2,
+                                                       ngram_length=512)
     assert model.get_ref("output_layer").name == "crf" and len(model.get_ref("output_layer").layers) == 2
-    bare = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], ngram_size=0)
+    bare = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"],
+                                                      build_context_cnn(128), ngram_size=0)
     assert len(bare.get_ref("output_layer").layers) == 1
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
@@ -249,7 +252,8 @@ def test_v3_positions_count_within_sections():
                 "docs": [[0, 1, 0], [0.25, 0, 0], [0.5, 0, 0], [0.75, 0, 0], [1, 0, 1]]}
     for positions, rows in expected.items():
         model = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], width=16,
-                                                           depth=1, ngram_size=0, positions=positions, nO=4)
+                                                           encoder=build_context_cnn(16, depth=1), ngram_size=0,
+                                                           positions=positions, nO=4)
         model.initialize(X=X)
         trunk = next(n for n in model.walk() if n.name in ("with_segment_positions", "with_positions"))
         assert (trunk.name == "with_segment_positions") == (positions == "sections")
@@ -261,13 +265,14 @@ def test_v3_positions_count_within_sections():
         numpy.testing.assert_allclose(out[:, -3:], rows)
     # gradient flows through the trunk into the tok2vec
     model = build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], width=16,
-                                                       depth=1, ngram_size=0, nO=4)
+                                                       encoder=build_context_cnn(16, depth=1), ngram_size=0, nO=4)
     model.initialize(X=X)
     trunk = next(n for n in model.walk() if n.name == "with_segment_positions")
     out, backprop = trunk(X, is_train=True)
     assert backprop(numpy.ones_like(out)) is not None
     with pytest.raises(ValueError, match="positions"):
-        build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], positions="pages")
+        build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"],
+                                                   build_context_cnn(128), positions="pages")
     assert with_segment_positions(model.get_ref("pooler"), trunk.layers[1]).attrs["segments"] == "sections"
 
 
@@ -321,7 +326,7 @@ def test_bad_forced_section_is_an_error():
 
     with pytest.raises(ValueError, match="not section names"):
         build_section_aware_sentence_classifier_v3(spacy.registry.resolve({"t": TOK2VEC})["t"],
-                                                forced_sections=["acknowledgements"])
+                                                   build_context_cnn(128), forced_sections=["acknowledgements"])
 
 
 def test_section_features_one_hot_scaled():

@@ -3,6 +3,7 @@ vectors, span hooks, serialization round trips, every registered loss."""
 import numpy
 import pytest
 import spacy
+from helpers import cnn_encoder, lstm_encoder
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
@@ -443,7 +444,6 @@ def test_margin_graded_loss_configured_by_label_names():
 CONTEXT_MODEL = {
     "@architectures": "spacy_rhetoric.ContextSentenceEncoder.v1",
     "width": 32,
-    "depth": 1,
     "projection_width": 16,
     "dropout": 0.0,
     "tok2vec": {
@@ -456,7 +456,7 @@ CONTEXT_MODEL = {
 SAME_TEXT = [(["This is one sentence."] * 3, ["background", "method", "result"])] * 3
 
 
-@pytest.mark.parametrize("encoder", ["cnn", "lstm"])
+@pytest.mark.parametrize("encoder", [cnn_encoder(32), lstm_encoder(32)], ids=["cnn", "lstm"])
 def test_context_encoder_separates_identical_sentences_by_position(encoder, tmp_path):
     nlp = make_nlp({"model": {**CONTEXT_MODEL, "encoder": encoder}})
     history = train(nlp, make_examples(nlp, SAME_TEXT), 40)

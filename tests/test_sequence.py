@@ -5,7 +5,7 @@ import numpy
 import pytest
 import spacy
 import torch
-from helpers import SMALL_TOK2VEC, make_reference
+from helpers import SMALL_TOK2VEC, cnn_encoder, make_reference
 from numpy.testing import assert_allclose, assert_almost_equal
 from spacy.training import Example
 from spacy.util import fix_random_seed, make_tempdir, registry
@@ -18,7 +18,7 @@ SEQUENCE = {
     "@architectures": "spacy_rhetoric.SequenceSentenceClassifier.v1",
     "pooling": "mean+max",
     "width": 32,
-    "depth": 1,
+    "encoder": cnn_encoder(32),
     "dropout": 0.0,
     "ngram_size": 2,
     "ngram_length": 4096,

@@ -5,7 +5,7 @@ random BERT (tests/helpers.py), offline."""
 import numpy
 import pytest
 import spacy
-from helpers import save_tiny_bert
+from helpers import cnn_encoder, save_tiny_bert
 from spacy.tokens import DocBin
 from spacy.training import Example
 
@@ -43,8 +43,8 @@ def model(trunk, vectors=True, width=8, pooling="pair"):
         finetuned["vectors"] = {"@misc": "spacy_rhetoric.VectorHead.v1", "width": width, "pooling": pooling,
                                 "loss": {"@misc": "spacy_rhetoric.BatchAllTripletLoss.v1"}}
     return {"@architectures": "spacy_rhetoric.FullPaperSentenceClassifier.v4",
-            "network": {"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1", "width": 16, "depth": 1,
-                        "ngram_size": 0, "tok2vec": TOK2VEC},
+            "network": {"@architectures": "spacy_rhetoric.SectionAwareNetwork.v1", "width": 16,
+                        "encoder": cnn_encoder(16, dropout=0.1), "ngram_size": 0, "tok2vec": TOK2VEC},
             "members": {"finetuned": finetuned},
             "weights": {"paper_body": {"network": 0.5, "finetuned": 0.5},
                         "paper_abstract": {"network": 0.5, "finetuned": 0.5},

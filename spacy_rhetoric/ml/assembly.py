@@ -28,12 +28,11 @@ SentenceModel = Model[Tuple[List[Doc], Ragged], Floats2d]
 # name -> (type, default) of every argument shared by the architectures.
 ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "tok2vec": (Model[List[Doc], List[Floats2d]], Parameter.empty),
-    # the context trunk (``classifier.build_context_trunk``)
+    # the context trunk (``classifier.build_context_trunk``); ``encoder``: a
+    # block of ``ml.context`` (spacy_rhetoric.ContextCNN.v1, ContextBiLSTM.v1)
+    "encoder": (Model[Ragged, Ragged], Parameter.empty),
     "pooling": (str, "mean"),
     "width": (int, 128),
-    "encoder": (str, "cnn"),
-    "depth": (int, 2),
-    "window_size": (int, 1),
     "maxout_pieces": (int, 3),
     "dropout": (float, 0.1),
     # the section features and rule (``sections``)
@@ -54,7 +53,7 @@ ARGUMENTS: Dict[str, Tuple[Any, Any]] = {
     "projection_width": (Optional[int], 256),
     "nO": (Optional[int], None),
 }
-CONTEXT_TRUNK = ("tok2vec", "pooling", "width", "encoder", "depth", "window_size", "maxout_pieces", "dropout")
+CONTEXT_TRUNK = ("tok2vec", "encoder", "pooling", "width", "maxout_pieces", "dropout")
 SECTION_ARGUMENTS = ("hidden_size", "use_sections", "forced_sections", "forced_label", "section_scale",
                     "acknowledgements")
 SEQUENCE_HEAD = ("ngram_size", "ngram_length", "decode", "head_scale")

@@ -8,35 +8,23 @@ label probabilities, one row per sentence in the order of ``indices``.
   pooled token vectors -> (optional Maxout hidden layer) -> Softmax.
 - ``spacy_rhetoric.ContextSentenceClassifier.v1``: a sentence's label also
   depends on its neighbours and on where it sits in the document. The
-  sentence vectors of each doc form a sequence; a context encoder runs over
-  that sequence (a residual window-Maxout CNN, or a BiLSTM), never across doc
-  boundaries, and its output is concatenated with position features
-  (relative position, is-first, is-last) before the Softmax.
+  sentence vectors of each doc form a sequence; a context encoder, the
+  ``encoder`` block (``ml.context``: ``spacy_rhetoric.ContextCNN.v1``, a
+  residual window-Maxout CNN, or ``spacy_rhetoric.ContextBiLSTM.v1``), runs
+  over that sequence, never across doc boundaries, and its output is
+  concatenated with position features (relative position, is-first, is-last)
+  before the Softmax.
 """
 from typing import Any, Callable, List, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import (
-    Dropout,
-    Maxout,
-    Model,
-    PyTorchLSTM,
-    Softmax,
-    chain,
-    clone,
-    expand_window,
-    list2ragged,
-    noop,
-    ragged2list,
-    residual,
-    with_array,
-)
+from thinc.api import Dropout, Maxout, Model, Softmax, chain, with_array
 from thinc.types import Floats2d, Ragged
 
-from ..errors import RhetoricError
 from .assembly import CONTEXT_TRUNK, architecture, sentence_model
+from .context import check_encoder
 from .pooling import build_sentence_pooler, ragged_to_array
 
 N_POSITION_FEATURES = 3
@@ -107,64 +95,23 @@ def _with_positions_forward(model: Model, X: Ragged, is_train: bool):
     return out, backprop
 
 
-def build_context_encoder(
-    width: int, *, encoder: str, depth: int, window_size: int, maxout_pieces: int, dropout: float
-) -> Model[Ragged, Ragged]:
-    """Sequence layer over the sentences of each doc (Ragged -> Ragged).
-
-    "cnn": residual (window -> Maxout -> LayerNorm) blocks, padded between docs
-    so windows never see another doc's sentences. "lstm": a BiLSTM (thinc
-    PyTorchLSTM) over each doc's sentence sequence.
-    """
-    if depth <= 0:
-        return noop()
-    if encoder == "cnn":
-        block = residual(
-            chain(
-                expand_window(window_size=window_size),
-                Maxout(
-                    nO=width,
-                    nI=width * (window_size * 2 + 1),
-                    nP=maxout_pieces,
-                    dropout=dropout,
-                    normalize=True,
-                ),
-            )
-        )
-        seq = with_array(clone(block, depth), pad=window_size * depth)
-        return chain(ragged2list(), seq, list2ragged())
-    if encoder == "lstm":
-        if width % 2:
-            raise RhetoricError(f"The BiLSTM context encoder needs an even width, got {width}")
-        return chain(
-            ragged2list(),
-            PyTorchLSTM(nO=width, nI=width, bi=True, depth=depth, dropout=dropout),
-            list2ragged(),
-        )
-    raise RhetoricError(f"Unknown context encoder {encoder!r}: use 'cnn' or 'lstm'")
-
-
 def build_context_trunk(
     tok2vec: Model[List[Doc], List[Floats2d]],
     pooling: str,
     width: int,
     *,
-    encoder: str,
-    depth: int,
-    window_size: int,
+    encoder: Model[Ragged, Ragged],
     maxout_pieces: int,
     dropout: float,
 ) -> Tuple[Model, Model[Ragged, Floats2d]]:
     """The part the context classifier and the context encoder share: the
-    sentence pooler, and (pooled vectors -> Maxout to ``width`` -> context
-    layer over each doc's sentences -> + position features)."""
+    sentence pooler, and (pooled vectors -> Maxout to ``width`` -> the
+    ``encoder`` block over each doc's sentences (``ml.context``) -> +
+    position features)."""
+    encoder = check_encoder(encoder, width)
     pooler = build_sentence_pooler(tok2vec, pooling)
     project = with_array(Maxout(nO=width, nP=maxout_pieces, dropout=dropout, normalize=True))
-    context = build_context_encoder(
-        width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout,
-    )
-    return pooler, with_positions(chain(project, context))
+    return pooler, with_positions(chain(project, encoder))
 
 
 @registry.architectures("spacy_rhetoric.SentenceClassifier.v1")
@@ -192,15 +139,14 @@ def build_sentence_classifier(
 def build_context_sentence_classifier(tok2vec: Model, nO: Optional[int], **trunk: Any) -> Model:
     """Classifier that sees a sentence's neighbours and position.
 
-    pooled sentence vectors -> Maxout projection to ``width`` -> context
-    encoder over each doc's sentence sequence (``encoder`` "cnn" with
-    ``window_size`` neighbours per side per layer, or "lstm", a BiLSTM;
-    ``depth`` layers) -> concatenated with (relative position, is-first,
-    is-last) -> Softmax.
+    pooled sentence vectors -> Maxout projection to ``width`` (``maxout_pieces``
+    pieces) -> the ``encoder`` block over each doc's sentence sequence
+    (``spacy_rhetoric.ContextCNN.v1``: window CNN; ``ContextBiLSTM.v1``: BiLSTM;
+    its width the same ``width``) -> concatenated with (relative position,
+    is-first, is-last) -> Dropout -> Softmax.
 
-    Arguments: tok2vec, pooling ("mean"), width (128), encoder ("cnn"),
-    depth (2), window_size (1), maxout_pieces (3), dropout (0.1), nO
-    (``assembly.ARGUMENTS``).
+    Arguments: tok2vec, encoder (blocks), pooling ("mean"), width (128),
+    maxout_pieces (3), dropout (0.1), nO (``assembly.ARGUMENTS``).
     """
     pooler, in_context = build_context_trunk(tok2vec, **trunk)
     output_layer = Softmax(nO=nO)

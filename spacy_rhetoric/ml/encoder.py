@@ -9,7 +9,8 @@ token, "max", "last", or several joined by "+"), and an optional projection
 
 ``spacy_rhetoric.ContextSentenceEncoder.v1`` adds what the context
 classifier has: the pooled vectors of a doc's sentences form a sequence, a
-context layer (window CNN or BiLSTM, never across docs) runs over it, the
+context layer (the ``encoder`` block of ``ml.context``: window CNN or BiLSTM,
+never across docs) runs over it, the
 position features (relative position, is-first, is-last) are appended, and a
 linear projection gives the output. A sentence's vector then encodes its
 rhetorical move *in place* (the same words mean "background" in the first
@@ -83,14 +84,14 @@ def build_context_sentence_encoder(tok2vec: Model, pooling: str, projection_widt
                                    **trunk: Any) -> Model:
     """Sentence vectors that see the sentence's neighbours and position.
 
-    pooled token vectors -> Maxout to ``width`` -> context layer over each
-    doc's sentence sequence (``encoder`` "cnn": ``depth`` residual window
-    blocks with ``window_size`` neighbours per side; "lstm": a BiLSTM of
-    ``depth`` layers) -> + position features -> Linear to
+    pooled token vectors -> Maxout to ``width`` -> the ``encoder`` block
+    over each doc's sentence sequence (``spacy_rhetoric.ContextCNN.v1``:
+    residual window blocks; ``ContextBiLSTM.v1``: a BiLSTM; its width the
+    same ``width``) -> + position features -> Linear to
     ``projection_width`` (None or 0: the output is the context width + 3).
-    Arguments: tok2vec, pooling ("mean"), width (256), encoder ("cnn"),
-    depth (2), window_size (1), maxout_pieces (3), projection_width (256),
-    dropout (0.1) (``assembly.ARGUMENTS``).
+    Arguments: tok2vec, encoder (block), pooling ("mean"), width (256),
+    maxout_pieces (3), projection_width (256), dropout (0.1)
+    (``assembly.ARGUMENTS``).
     """
     pooler, in_context = build_context_trunk(tok2vec, pooling, **trunk)
     layers: List[Model] = [pooler, in_context]

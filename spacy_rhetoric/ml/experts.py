@@ -220,19 +220,21 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
 
 
 @registry.architectures("spacy_rhetoric.SectionAwareNetwork.v1")
-def build_section_aware_network(tok2vec: Model[List[Doc], List[Floats2d]], pooling: str = "mean+max",
-                                width: int = 128, encoder: str = "cnn", depth: int = 2, window_size: int = 1,
-                                maxout_pieces: int = 3, dropout: float = 0.1, hidden_size: int = 0,
+def build_section_aware_network(tok2vec: Model[List[Doc], List[Floats2d]], encoder: Model[Ragged, Ragged],
+                                pooling: str = "mean+max", width: int = 128, maxout_pieces: int = 3,
+                                dropout: float = 0.1, hidden_size: int = 0,
                                 use_sections: bool = True, section_scale: float = 5.0, acknowledgements: bool = True,
                                 ngram_size: int = 2, ngram_length: int = 2 ** 18, decode: str = "marginal",
                                 head_scale: float = 1.0) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """The mixture's network: ``SectionAwareSentenceClassifier.v3``'s layers
     (sections as segments and positions; the same arguments) up to its CRF,
     without the back-matter rule (the mixture applies it to the mixed
-    probabilities). Its refs: "tok2vec", "pooler"."""
+    probabilities). ``encoder``: the context block (``ml.context``:
+    ``spacy_rhetoric.ContextCNN.v1``, ``ContextBiLSTM.v1``) of ``width``.
+    Its refs: "tok2vec", "pooler"."""
     pooler, layers = section_aware_layers(
-        tok2vec, pooling=pooling, width=width, encoder=encoder, depth=depth, window_size=window_size,
-        maxout_pieces=maxout_pieces, dropout=dropout, hidden_size=hidden_size, use_sections=use_sections,
+        tok2vec, pooling=pooling, width=width, encoder=encoder, maxout_pieces=maxout_pieces, dropout=dropout,
+        hidden_size=hidden_size, use_sections=use_sections,
         section_scale=section_scale, acknowledgements=acknowledgements, positions="sections")
     crf = crf_layer(emitters(layers, ngram_size, ngram_length, "sections"), decode=decode, head_scale=head_scale)
     crf.set_ref("tok2vec", tok2vec)

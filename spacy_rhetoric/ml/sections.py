@@ -3,7 +3,8 @@ is an input of the classifier, and back matter is ``other`` by rule.
 
 ``spacy_rhetoric.SectionAwareSentenceClassifier.v3`` wraps the trunk of
 ``ContextSentenceClassifier.v1`` (pooled sentence vectors -> Maxout ->
-context CNN/BiLSTM over each doc's sentences -> + position features) and
+the ``encoder`` block, context CNN/BiLSTM, over each doc's sentences -> +
+position features) and
 concatenates a one-hot vector of each sentence's section (``SECTION_FEATURES``)
 to that representation before the (optional Maxout hidden layer and the)
 sequence head (emissions + sparse n-grams -> CRF).
@@ -233,7 +234,7 @@ def build_section_aware_sentence_classifier_v3(tok2vec: Model, forced_sections: 
     the abstract ("We would like to thank...") is back matter wherever it
     stands. use_sections: false gives the same network without section
     information (all-zero features, no rule). Other arguments (tok2vec,
-    pooling, width, encoder, depth, window_size, maxout_pieces, dropout, nO):
+    encoder (block), pooling, width, maxout_pieces, dropout, nO):
     as ``ContextSentenceClassifier.v1`` (declared in ``assembly.ARGUMENTS``).
     """
     pooler, layers = section_aware_layers(tok2vec, **layer_args)

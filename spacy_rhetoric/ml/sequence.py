@@ -7,8 +7,8 @@ the other classifier architectures, so it drops into the pipe unchanged:
 
 - emissions (unnormalised label scores per sentence) = a dense part, the
   context trunk of ``ContextSentenceClassifier.v1`` (pooled tok2vec or
-  transformer vectors -> Maxout -> window CNN / BiLSTM over the doc's
-  sentences -> + position features) -> Linear, plus a sparse part beside it
+  transformer vectors -> Maxout -> the ``encoder`` block, window CNN /
+  BiLSTM, over the doc's sentences -> + position features) -> Linear, plus a sparse part beside it
   as spaCy's ``TextCatEnsemble`` does: hashed 1..``ngram_size``-grams of the
   sentence's ``LOWER`` strings and hashed position buckets (relative position
   in tenths, index from the start and from the end capped at 5) -> thinc
@@ -360,7 +360,7 @@ def build_sequence_sentence_classifier(tok2vec: Model, ngram_size: int, ngram_le
     linear-chain CRF over each doc's sentences -> marginals (``decode``
     "marginal") or the Viterbi path ("viterbi", at prediction time).
 
-    pooling, width, encoder, depth, window_size, maxout_pieces, dropout: as
+    encoder (block), pooling, width, maxout_pieces, dropout: as
     ``spacy_rhetoric.ContextSentenceClassifier.v1``.
     ngram_size (int): longest n-gram of the sparse part; 0 leaves it out.
     ngram_length (int): rows of the sparse weight table (hash buckets).

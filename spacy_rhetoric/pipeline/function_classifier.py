@@ -56,12 +56,17 @@ DEFAULT_CLASSIFIER_MODEL_CONFIG = """
 @architectures = "spacy_rhetoric.ContextSentenceClassifier.v1"
 pooling = "mean"
 width = 64
-encoder = "cnn"
+maxout_pieces = 3
+dropout = 0.1
+nO = null
+
+[model.encoder]
+@architectures = "spacy_rhetoric.ContextCNN.v1"
+width = ${model.width}
 depth = 2
 window_size = 1
 maxout_pieces = 3
 dropout = 0.1
-nO = null
 
 [model.tok2vec]
 @architectures = "spacy.HashEmbedCNN.v2"
