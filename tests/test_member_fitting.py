@@ -197,3 +197,27 @@ def test_a_min_df_above_the_data_is_an_error_not_a_silent_change():
     gold = [lab for _, _, _, labels in PAPERS for lab in labels]
     with pytest.raises(RhetoricError, match="min_df"):
         fit_members([member], X, gold, ["background", "method", "other", "result"])
+
+
+def test_refit_members_fits_as_the_member_fitting_step():
+    """``evaluation.pipelines.refit_members`` is the pipe's ``fit_members``:
+    members forgotten and refitted on the same examples give the same
+    probabilities as the member-fitting step gave."""
+    from helpers import FULL, TRAIN, train_nlp
+
+    from spacy_rhetoric.evaluation.pipelines import refit_members
+
+    nlp = train_nlp(**FULL)
+    pipe = nlp.get_pipe("rhetoric_function_classifier")
+    examples = [Example(sectioned_doc(nlp, *row[:3]), sectioned_doc(nlp, *row)) for row in TRAIN]
+    members = [m for m in fitted_members(pipe.model) if is_fitted(m)]
+    assert members
+    doc = sectioned_doc(nlp, *TRAIN[0][:3])
+    before = [s._.rhetoric_scores for s in nlp(doc).sents]
+    for member in members:
+        member.shims[0].unfit()
+    assert not any(is_fitted(m) for m in members)
+    refit_members(pipe, lambda: examples, members)
+    assert all(is_fitted(m) for m in members)
+    after = [s._.rhetoric_scores for s in nlp(sectioned_doc(nlp, *TRAIN[0][:3])).sents]
+    assert after == before

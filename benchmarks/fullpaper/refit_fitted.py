@@ -16,7 +16,8 @@ the refit skips the network's training when only a member's settings change
 For each fold: loads ``<cv-dir>/<fold>/model/model-last`` with the member
 settings of ``--set`` (``BLOCK.ARGUMENT=JSON``; the saved config is updated),
 refits the members named by their block (default: all) on ``<cv-dir>/<fold>/train.spacy``
-(``evaluation.pipelines.refit_members``: as the pipe's initialize fits them) and writes
+(``evaluation.pipelines.refit_members``: the pipe's ``fit_members``, as the explicit member-fitting
+step of ``pipeline/fitting.py`` fits them) and writes
 ``<output-dir>/<fold>/model/model-last``.
 """
 import argparse

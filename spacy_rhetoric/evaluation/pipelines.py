@@ -14,8 +14,7 @@ document order.
 from typing import Any, Callable, Collection, Dict, Iterable, List, Optional, Sequence
 
 import numpy
-from spacy.training import Example
-from thinc.api import Model, NumpyOps
+from thinc.api import Model
 
 from ..errors import RhetoricError
 from ..extensions import (
@@ -30,8 +29,6 @@ from ..extensions import (
     get_span_value,
 )
 from ..ml.experts import NETWORK, member_outputs
-from ..ml.members import fit_members
-from ..ml.pooling import example_sentences, make_indices
 from ..ml.sections import forced_rows
 
 CLASSIFIER = "rhetoric_function_classifier"
@@ -164,14 +161,7 @@ def mixture_labels(probs: Dict[str, numpy.ndarray], weights: Dict[str, float], l
 
 def refit_members(pipe, get_examples: Callable[[], Iterable], members: Sequence[Model]) -> None:
     """Fit ``members`` (fitted members of ``pipe``'s model) again on every
-    gold sentence of ``get_examples()``, as the pipe's ``initialize`` fits
-    them: the reference docs (their true sections), the pipe's gold field
-    and labels."""
-    docs, offsets, gold = [], [], []
-    field = getattr(pipe, "gold_field", LABEL)
-    for eg in get_examples():
-        doc_offsets, doc_gold = example_sentences(Example(eg.reference, eg.reference), field)
-        docs.append(eg.reference)
-        offsets.append(doc_offsets)
-        gold.extend(doc_gold)
-    fit_members(list(members), (docs, make_indices(NumpyOps(), offsets)), gold, list(pipe.labels))
+    gold sentence of ``get_examples()``, as the member-fitting step
+    (``pipeline/fitting.py``) fits them: ``pipe.fit_members`` (the reference
+    docs, with their true sections; the pipe's gold field and labels)."""
+    pipe.fit_members(get_examples, list(members))
