@@ -12,7 +12,6 @@ from helpers import entry_point_names, resolve_config
 from spacy.util import registry
 
 from spacy_rhetoric import losses as L
-from spacy_rhetoric.losses import base as LB
 
 # float(loss) on a tensor that requires grad is how the tests read values
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")
@@ -292,7 +291,7 @@ def test_multi_similarity_mining_hand_computed():
     x = t([[1.0, 0.0], [0.9, math.sqrt(1 - 0.81)], [0.0, 1.0], [0.2, -math.sqrt(1 - 0.04)]])
     y = torch.tensor([0, 0, 0, 1])
     loss = L.MultiSimilarityLoss(alpha=2.0, beta=40.0, base=0.5, epsilon=0.1)
-    pos_kept, neg_kept = loss.mine(LB._cosine_matrix(x), y)
+    pos_kept, neg_kept = loss.mine(L.cosine_matrix(x), y)
     # anchor 0: negative 0.2 kept (0.2 + 0.1 > min pos 0.0); positive 0.9 dropped
     # (0.9 - 0.1 >= max neg 0.2), positive 0.0 kept
     assert pos_kept[0].tolist() == [False, False, True, False]

@@ -26,7 +26,6 @@ import pytest
 import torch
 
 from spacy_rhetoric import losses as L
-from spacy_rhetoric.losses import base as LB
 
 pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
@@ -126,8 +125,8 @@ def test_multi_similarity_matches_pml(batch, epsilon):
 def test_clustered_batch_exercises_mining():
     x, y = make_batch("clustered")
     for epsilon in (0.1, 0.5):
-        kept = L.MultiSimilarityLoss(epsilon=epsilon).mine(LB._cosine_matrix(x), y)
-        for mask, every in zip(kept, LB._pair_masks(y)):
+        kept = L.MultiSimilarityLoss(epsilon=epsilon).mine(L.cosine_matrix(x), y)
+        for mask, every in zip(kept, L.pair_masks(y)):
             assert 0 < int(mask.sum()) < int(every.sum())
 
 

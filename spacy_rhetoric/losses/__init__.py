@@ -90,7 +90,7 @@ next to its class):
 Importing the package registers every loss (``spacy_misc`` entry points name
 the family modules).
 """
-from .base import MetricLoss, pairwise_distances, zero_loss
+from .base import MetricLoss, cosine_matrix, pair_masks, pairwise_distances, zero_loss
 from .classification import ArcFaceLoss, SoftmaxLoss
 from .pairwise import BatchAllTripletLoss, MarginGradedTripletLoss, MultiSimilarityLoss, NTXentLoss
 from .tuples import CosinePairLoss, graded_triplet_loss, info_nce_loss
@@ -105,6 +105,8 @@ __all__ = [
     "MarginGradedTripletLoss",
     "CosinePairLoss",
     "pairwise_distances",
+    "cosine_matrix",
+    "pair_masks",
     "zero_loss",
     "info_nce_loss",
     "graded_triplet_loss",

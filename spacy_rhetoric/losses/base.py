@@ -34,7 +34,7 @@ def _check_inputs(name: str, embeddings: torch.Tensor, labels: torch.Tensor) -> 
     return labels.long()
 
 
-def _pair_masks(labels: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def pair_masks(labels: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """(positive, negative) boolean [N, N] masks: same label without the
     diagonal, and different label."""
     same = labels[:, None] == labels[None, :]
@@ -58,7 +58,8 @@ def pairwise_distances(x: torch.Tensor, *, squared: bool = False) -> torch.Tenso
     return torch.where(d2 > tiny, d2.clamp_min(tiny).sqrt(), torch.zeros_like(d2))
 
 
-def _cosine_matrix(x: torch.Tensor) -> torch.Tensor:
+def cosine_matrix(x: torch.Tensor) -> torch.Tensor:
+    """Cosine similarities between the rows of ``x`` ([N, D] -> [N, N])."""
     xn = F.normalize(x, p=2, dim=1)
     return xn @ xn.t()
 

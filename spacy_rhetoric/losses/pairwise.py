@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from spacy.util import registry
 
 from ..errors import RhetoricError
-from .base import MetricLoss, _check_inputs, _cosine_matrix, _hinge_sum, _pair_masks, pairwise_distances, zero_loss
+from .base import MetricLoss, _check_inputs, _hinge_sum, cosine_matrix, pair_masks, pairwise_distances, zero_loss
 
 # --------------------------------------------------------------------------
 # batch-all triplet
@@ -56,7 +56,7 @@ class BatchAllTripletLoss(MetricLoss):
             return zero_loss(embeddings)
         x = F.normalize(embeddings, p=2, dim=1) if self.normalize else embeddings
         dist = pairwise_distances(x, squared=self.squared)
-        pos, neg = _pair_masks(labels)
+        pos, neg = pair_masks(labels)
         if not bool(pos.any()) or not bool(neg.any()):
             return zero_loss(embeddings)
         total, n_active = _hinge_sum(dist, pos, neg, pos_margin=self.margin)
@@ -105,7 +105,7 @@ class MultiSimilarityLoss(MetricLoss):
 
     def mine(self, sim: torch.Tensor, labels: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(kept positive, kept negative) [N, N] masks after Wang et al.'s mining."""
-        pos, neg = _pair_masks(labels)
+        pos, neg = pair_masks(labels)
         if self.epsilon is None:
             return pos, neg
         s = sim.detach()
@@ -122,7 +122,7 @@ class MultiSimilarityLoss(MetricLoss):
         n = embeddings.shape[0]
         if n < 2:
             return zero_loss(embeddings)
-        sim = _cosine_matrix(embeddings)
+        sim = cosine_matrix(embeddings)
         pos, neg = self.mine(sim, labels)
         if not bool(pos.any() or neg.any()):
             return zero_loss(embeddings)
@@ -167,10 +167,10 @@ class NTXentLoss(MetricLoss):
         labels = _check_inputs("NTXentLoss", embeddings, labels)
         if embeddings.shape[0] < 2:
             return zero_loss(embeddings)
-        pos, neg = _pair_masks(labels)
+        pos, neg = pair_masks(labels)
         if not bool(pos.any()):
             return zero_loss(embeddings)
-        logits = _cosine_matrix(embeddings) / self.temperature
+        logits = cosine_matrix(embeddings) / self.temperature
         has_neg = neg.any(dim=1)
         neg_inf = torch.tensor(float("-inf"), dtype=logits.dtype, device=logits.device)
         # rows without negatives: logsumexp over zeros (finite, then discarded)
