@@ -162,7 +162,7 @@ def test_a_full_disk_is_one_line_naming_the_file(model_dir, tmp_path, monkeypatc
         raise sqlite3.OperationalError("database or disk is full")
 
     with monkeypatch.context() as m:
-        m.setattr(index_mod, "_add_part", store_full)
+        m.setattr(index_mod, "add_part", store_full)
         code, text = run("index", model_dir, src, "-o", idx)
     assert code == 1 and "no space left on device writing" in text and "sentences.sqlite" in text
     with monkeypatch.context() as m:

@@ -43,7 +43,7 @@ from .sources import (
     load_pipeline,
     not_for_vectors,
 )
-from .store import FILTERS, INVALID, Hit, _add_part, _connect, check_store, fetch_hit
+from .store import FILTERS, INVALID, Hit, _connect, add_part, check_store, fetch_hit
 
 INDEX_FILE = "index.faiss"
 
@@ -157,7 +157,7 @@ def _save_part(work: Path, con, part: int, vectors: numpy.ndarray, rows, n_paper
     with atomic_path(_part_file(work, part)) as tmp:
         with tmp.open("wb") as fh:
             numpy.save(fh, numpy.ascontiguousarray(vectors, dtype="float32"), allow_pickle=False)
-    _add_part(con, part, rows, n_papers)
+    add_part(con, part, rows, n_papers)
 
 
 Encoder = Callable[[List[Dict[str, Any]]], Tuple[numpy.ndarray, List[Dict[str, Any]]]]

@@ -99,7 +99,7 @@ def fetch_hit(con: sqlite3.Connection, path: Path, id_: int, score: float) -> Op
     return None if row is None else _row_hit(row, score, path)
 
 
-def _add_part(con: sqlite3.Connection, part: int, rows: Sequence[Dict[str, Any]], n_papers: int) -> None:
+def add_part(con: sqlite3.Connection, part: int, rows: Sequence[Dict[str, Any]], n_papers: int) -> None:
     """Rows and done-marker of one part, in one transaction (ids follow on)."""
     with con:
         first = con.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
