@@ -247,16 +247,16 @@ def test_local_cluster_workers_bounded_by_cpus_and_dashboard_local(monkeypatch, 
     monkeypatch.setattr(cluster, "import_distributed", lambda: (FakeClient, FakeCluster, None))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     FakeCluster.made.clear()
-    cluster._client("local", 8)
+    cluster.dask_client("local", 8)
     kwargs = FakeCluster.made[-1].kwargs
     assert kwargs["n_workers"] == 2
     assert "--workers 8" in capsys.readouterr().out
     dashboard = kwargs.get("dashboard_address")
     assert dashboard is None or str(dashboard).startswith("127.0.0.1:"), dashboard
     assert kwargs.get("host") in (None, "127.0.0.1", "localhost")
-    cluster._client("local", 1)  # within the bound: no warning
+    cluster.dask_client("local", 1)  # within the bound: no warning
     assert FakeCluster.made[-1].kwargs["n_workers"] == 1 and "--workers" not in capsys.readouterr().out
-    cluster._client("local", 2, 1)  # and by the inputs, when known
+    cluster.dask_client("local", 2, 1)  # and by the inputs, when known
     assert FakeCluster.made[-1].kwargs["n_workers"] == 1 and "1 inputs" in capsys.readouterr().out
 
 
@@ -266,7 +266,7 @@ def test_a_real_local_cluster_serves_nothing_beyond_this_machine():
     psutil = pytest.importorskip("psutil")
     from spacy_rhetoric.jobs import cluster
 
-    client, local = cluster._client("local", 1)
+    client, local = cluster.dask_client("local", 1)
     try:
         pids = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
         listening = [c.laddr for c in psutil.net_connections(kind="inet")

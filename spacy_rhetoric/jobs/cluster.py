@@ -103,7 +103,7 @@ def bounded_workers(workers: int, n_items: Optional[int] = None) -> int:
     return cpu_bound(workers, "--workers", n_items)
 
 
-def _client(scheduler: str, workers: int, n_items: Optional[int] = None):
+def dask_client(scheduler: str, workers: int, n_items: Optional[int] = None):
     """A client of ``scheduler``; for ``"local"``, of a new LocalCluster of
     single-threaded worker processes (:func:`bounded_workers`) whose
     scheduler, workers and dashboard listen on 127.0.0.1 only."""
@@ -160,7 +160,7 @@ def dask_tasks(
     _, _, as_completed = import_distributed()
     pipeline, workers = on_device(pipeline, scheduler, workers)
     load, load_args = pipeline
-    client, cluster = _client(scheduler, workers, len(pending) if isinstance(pending, Sized) else None)
+    client, cluster = dask_client(scheduler, workers, len(pending) if isinstance(pending, Sized) else None)
     start: Optional[float] = None
     interrupted = False
     try:
