@@ -20,7 +20,8 @@ ASSETS = "assets"
 # the kinds of file each folder holds (a folder without any is not taken:
 # e.g. a stale spacy_rhetoric/configs/__pycache__ left by an older checkout)
 _SUFFIXES = {CONFIGS: (".cfg",), ASSETS: (".json", ".txt")}
-_PACKAGE = Path(__file__).resolve().parent
+# the folder of this package (its data folders are looked for inside it first, then beside it)
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _holds_data(folder: Path, kind: str) -> bool:
@@ -34,11 +35,11 @@ def data_dir(kind: str) -> Path:
     naming both places otherwise."""
     if kind not in _SUFFIXES:
         raise ValueError(f"unknown data folder {kind!r}; expected one of {', '.join(_SUFFIXES)}")
-    packaged = _PACKAGE / kind
+    packaged = PACKAGE_DIR / kind
     if _holds_data(packaged, kind):
         return packaged
-    checkout = _PACKAGE.parent / kind
-    if (_PACKAGE.parent / "setup.py").is_file() and _holds_data(checkout, kind):
+    checkout = PACKAGE_DIR.parent / kind
+    if (PACKAGE_DIR.parent / "setup.py").is_file() and _holds_data(checkout, kind):
         return checkout
     raise FileNotFoundError(f"no {kind}/ folder: neither {packaged} (installed package) nor {checkout} "
                             "(source checkout) holds it")

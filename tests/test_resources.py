@@ -38,7 +38,7 @@ def fake_layout(root: Path, *, packaged: bool, checkout: bool, setup_py: bool = 
 @pytest.mark.parametrize("packaged,checkout,configs", [(True, True, ["a"]), (True, False, ["a"]), (False, True, ["b"])])
 def test_package_data_first_then_checkout(tmp_path, monkeypatch, packaged, checkout, configs):
     package = fake_layout(tmp_path, packaged=packaged, checkout=checkout)
-    monkeypatch.setattr(resources, "_PACKAGE", package)
+    monkeypatch.setattr(resources, "PACKAGE_DIR", package)
     assert resources.config_names() == configs
     expected = package if packaged else tmp_path
     assert resources.data_dir("assets") == expected / "assets"
@@ -48,7 +48,7 @@ def test_package_data_first_then_checkout(tmp_path, monkeypatch, packaged, check
 def test_missing_folders_are_one_clear_error(tmp_path, monkeypatch):
     # a checkout-like folder without setup.py (e.g. site-packages with someone else's configs/) is not taken
     package = fake_layout(tmp_path, packaged=False, checkout=True, setup_py=False)
-    monkeypatch.setattr(resources, "_PACKAGE", package)
+    monkeypatch.setattr(resources, "PACKAGE_DIR", package)
     with pytest.raises(FileNotFoundError, match="no configs/ folder.*installed package.*source checkout"):
         resources.config_path("b")
     with pytest.raises(ValueError, match="unknown data folder"):
