@@ -215,7 +215,7 @@ def test_segments_of_docs_and_section_runs():
 
     from spacy_rhetoric.ml.pooling import doc_sentence_offsets, make_indices
     from spacy_rhetoric.ml.segments import segments_of
-    from spacy_rhetoric.ml.sequence import _position_keys
+    from spacy_rhetoric.ml.sequence import position_keys
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
@@ -230,8 +230,8 @@ def test_segments_of_docs_and_section_runs():
     with pytest.raises(ValueError, match="segments"):
         segments_of(X, "paragraphs")
     # untagged keys are the v1 keys; a tag makes them differ per section
-    assert _position_keys(2)[0][0] == hash_string("__pos_rel=0")
-    assert _position_keys(2, "introduction")[0][0] == hash_string("__pos_rel=0|introduction")
+    assert position_keys(2)[0][0] == hash_string("__pos_rel=0")
+    assert position_keys(2, "introduction")[0][0] == hash_string("__pos_rel=0|introduction")
 
 
 def test_v3_positions_count_within_sections():

@@ -160,7 +160,7 @@ def viterbi_path(emissions: numpy.ndarray, transitions: numpy.ndarray, start: nu
 # -- sparse n-gram + position features ----------------------------------------
 
 
-def _position_keys(n: int, tag: str = "") -> List[List[int]]:
+def position_keys(n: int, tag: str = "") -> List[List[int]]:
     """Hashed position buckets of each of ``n`` sentences (``tag``: appended
     to every key, e.g. the section's name)."""
     keys = []
@@ -207,7 +207,7 @@ def _ngrams_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool):
     offsets = to_host(indices.dataXd)  # the indices may still be on the device (with_cpu_chain passes Ragged as is)
     lengths = to_host(indices.lengths).tolist()
     seg_lengths, seg_tags = segments_of(X, model.attrs.get("segments", "docs"))
-    positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in _position_keys(n, tag)]
+    positions = [keys for n, tag in zip(seg_lengths, seg_tags) for keys in position_keys(n, tag)]
     batch_keys, batch_vals, out_lengths = [], [], []
     row = 0
     for doc, n in zip(docs, lengths):
