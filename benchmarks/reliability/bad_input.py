@@ -214,7 +214,6 @@ def setup_hostile(tmp: Path, data: Path) -> None:
     import spacy
     from spacy.tokens import DocBin
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from spacy_rhetoric.readers.common import doc_from_sentences
 
     DocBin(docs=[doc_from_sentences(spacy.blank("en"), ["We parse.", "It works."], labels=["objective", "result"])],
