@@ -128,7 +128,10 @@ def test_spacy_train_fits_the_members_with_the_settings_of_their_blocks_and_a_se
     finetuned, block = members["finetuned_expert"], blocks["finetuned"]
     assert {f.name for f in fields(FinetunedSettings)} <= set(block)
     assert block["seed"] == 7 and block["epochs"] == 3.0
-    for key, value in block_settings(block).items():
+    settings = block_settings(block)
+    # how it predicts (the number format) is held by its shim from the config it is loaded with
+    assert finetuned.shims[0].precision == settings.pop("precision") == "auto"
+    for key, value in settings.items():
         assert finetuned.attrs[key] == value, key
     assert finetuned.attrs["docs"] == "papers" and block["learn_from"]["@misc"] == "spacy_rhetoric.papers.v1"
     shim = finetuned.shims[0]
