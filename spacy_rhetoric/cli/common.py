@@ -77,6 +77,8 @@ def guard(what: str = "") -> Iterator[None]:
         with disk_full():
             yield
     except USER_ERRORS as err:
+        if loading_pipeline(err):  # e.g. a config block that no longer fits: the folder is at fault
+            fail(f"{prefix}cannot load the pipeline (a damaged or edited pipeline folder?): {err}")
         fail(f"{prefix}{err}")
     except Exception as err:  # noqa: BLE001 - only the two kinds below; anything else is re-raised
         if is_remote_code_refusal(err):
