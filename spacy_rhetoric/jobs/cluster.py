@@ -121,9 +121,14 @@ def dask_setup(worker: Any) -> None:
     """Run in every worker process of a LocalCluster as it starts (Dask's
     ``preload`` of this module): the worker ignores Ctrl-C, which a terminal
     sends to the whole process group; it is for the run, which then closes
-    the cluster (a worker would only print a traceback)."""
+    the cluster (a worker would only print a traceback). Its task state
+    machine logs errors only: when the run is interrupted it cancels the
+    running tasks, and each cancellation would be a WARNING line on the
+    terminal after the one-line message."""
+    import logging
     import signal
 
+    logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # pragma: no cover - not the worker's main thread
