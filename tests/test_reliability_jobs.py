@@ -406,3 +406,27 @@ def test_ctrl_c_with_worker_processes_is_one_line(blank_dir, tmp_path, workers):
     assert proc.returncode == 130, text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text and "WARNING" not in text, text
     assert "Interrupted (SIGINT)" in text and not (out / ".lock").exists()
+
+
+def test_distributed_s_traceback_of_an_interrupted_wait_is_dropped():
+    """distributed's ``sync`` logs a NameError through tornado when Ctrl-C lands
+    before its wait's future exists; that record is dropped, others are kept."""
+    import logging
+    import sys
+
+    from spacy_rhetoric.jobs.cluster import interrupted_wait_filter
+
+    def record(error):
+        try:
+            raise error
+        except Exception:
+            exc_info = sys.exc_info()
+        return logging.LogRecord("tornado.application", logging.ERROR, __file__, 1, "Exception in callback",
+                                 None, exc_info)
+
+    assert not interrupted_wait_filter(record(NameError(
+        "cannot access free variable 'future' where it is not associated with a value in enclosing scope")))
+    assert interrupted_wait_filter(record(NameError("name 'x' is not defined")))
+    assert interrupted_wait_filter(record(ValueError("'future'")))
+    assert interrupted_wait_filter(logging.LogRecord("tornado.application", logging.ERROR, __file__, 1, "x",
+                                                     None, None))

@@ -2,6 +2,7 @@
 shape (:func:`nlp_task`): the worker's pipeline, then the caller's work."""
 import hashlib
 import json
+import logging
 import time
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -168,6 +169,8 @@ def dask_tasks(
     client, cluster = dask_client(scheduler, workers, len(pending) if isinstance(pending, Sized) else None)
     start: Optional[float] = None
     interrupted = False
+    tornado_log = logging.getLogger("tornado.application")
+    tornado_log.addFilter(interrupted_wait_filter)
     try:
         n_workers = max(1, len(client.scheduler_info().get("workers", {})) or workers)
         max_in_flight = 2 * n_workers
@@ -214,7 +217,17 @@ def dask_tasks(
             client.close()
             if cluster is not None:
                 cluster.close()
+        tornado_log.removeFilter(interrupted_wait_filter)
     return seconds
+
+
+def interrupted_wait_filter(record: "logging.LogRecord") -> bool:
+    """Drop the traceback that distributed's ``sync`` logs through tornado
+    when Ctrl-C or SIGTERM lands while the client waits on a result before
+    the wait's own future exists (its cancel callback reads that future: a
+    NameError); the interrupt itself is reported in one line."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (isinstance(error, NameError) and "'future'" in str(error))
 
 
 @contextmanager
