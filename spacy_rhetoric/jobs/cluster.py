@@ -126,7 +126,6 @@ def dask_setup(worker: Any) -> None:
     machine logs errors only: when the run is interrupted it cancels the
     running tasks, and each cancellation would be a WARNING line on the
     terminal after the one-line message."""
-    import logging
     import signal
 
     logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
@@ -234,7 +233,6 @@ def interrupted_wait_filter(record: "logging.LogRecord") -> bool:
 def _quiet(*loggers: str) -> Iterator[None]:
     """Only errors from ``loggers`` in the block (the nanny's warnings that
     a worker stopped mid-task had to be killed: what an interrupt does)."""
-    import logging
 
     levels = {name: logging.getLogger(name).level for name in loggers}
     for name in loggers:
