@@ -143,10 +143,14 @@ def test_spacy_train_fits_the_members_with_the_settings_of_their_blocks_and_a_se
     for name, key, docs_of in (("tfidf_expert", "tfidf", "papers"), ("tfidf_expert_others", "abstracts", "others")):
         member, block = members[name], blocks[key]
         assert {"ngram_size", "min_df", "C", "neighbour_weight", "class_weight", "max_iter", "use_sections",
-                "normalize_digits"} == set(block_settings(block))
+                "normalize_digits"} == set(block_settings(block)) - {"cues"}  # cues: null or a nested block
         for setting, value in block_settings(block).items():
             assert member.attrs[setting] == value, (name, setting)
         assert member.attrs["docs"] == docs_of
+        # the cue block (ml/agency.py), nested: its settings recorded as they were
+        cues = block.get("cues")
+        assert member.attrs["cues"] == (block_settings(cues) if cues else None)
+        assert (cues is not None) == (key == "tfidf")
         state = member.shims[0].cfg["state"]
         assert {k: state["classifier"]["params"][k] for k in ("C", "max_iter", "class_weight")} == \
             {k: block[k] for k in ("C", "max_iter", "class_weight")}

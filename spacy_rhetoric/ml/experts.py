@@ -65,6 +65,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER
+from .agency import AgencyCues
 from .finetuned import FinetunedSettings, VectorHead, finetuned_expert
 from .members import OTHER_DOCS, PAPERS, DocScope, is_fitted, is_fitted_member, member_vector_width, predict_member
 from .sections import _section_aware_model, section_aware_layers
@@ -260,7 +261,8 @@ def other_docs_scope() -> DocScope:
 @registry.architectures("spacy_rhetoric.TfidfMember.v1")
 def build_tfidf_member(learn_from: DocScope, ngram_size: int = 2, min_df: int = 2, C: float = 5.0,
                        neighbour_weight: float = 0.5, class_weight: Optional[str] = "balanced",
-                       max_iter: int = 3000, use_sections: bool = True, normalize_digits: bool = False) -> Model:
+                       max_iter: int = 3000, use_sections: bool = True, normalize_digits: bool = False,
+                       cues: Optional[AgencyCues] = None) -> Model:
     """A member fitted by scikit-learn in the member-fitting step
     (``pipeline/fitting.py``): TF-IDF (sublinear tf) 1..``ngram_size``-grams
     (in at least ``min_df`` sentences; too few: an error) of the sentence
@@ -269,10 +271,11 @@ def build_tfidf_member(learn_from: DocScope, ngram_size: int = 2, min_df: int = 
     class_weight, max_iter)`` (``tfidf_member.tfidf_expert``).
     ``learn_from``: a ``spacy_rhetoric.papers.v1`` or
     ``spacy_rhetoric.other_docs.v1`` block. ``normalize_digits``: every
-    digit reads 0."""
+    digit reads 0. ``cues``: an optional ``spacy_rhetoric.AgencyCues.v1``
+    block, whose work each sentence speaks of (``agency.py``)."""
     return tfidf_expert(ngram_size, min_df, neighbour_weight, C, class_weight, max_iter=max_iter,
                         docs=_scope(learn_from, "TfidfMember.v1"), use_sections=use_sections,
-                        normalize_digits=normalize_digits)
+                        normalize_digits=normalize_digits, cues=cues)
 
 
 def _scope(learn_from: Any, block: str) -> str:

@@ -14,7 +14,9 @@ does it well.
 The features: TF-IDF (sublinear tf) 1..``ngram_size``-grams of the sentence,
 of the previous and of the next sentence (``neighbour_weight`` times, same
 vocabulary, separate columns), the section one-hot and the position buckets
-(``members.context_matrix``). The fitted vectorizer and classifier live in
+(``members.context_matrix``), and with a ``cues`` block the citation and
+person cues of the sentence and around it (``agency.py``). The fitted
+vectorizer and classifier live in
 the member's :class:`TfidfShim` and are stored as plain data
 (``linear_models``: vocabulary, idf, coefficients; no pickle).
 """
@@ -28,6 +30,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from ..linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
+from .agency import AgencyCues
 from .devices import to_host
 from .members import MemberShim, context_matrix, fitted_member, neighbour_rows
 
@@ -49,7 +52,10 @@ def tfidf_features(member: Model, X, texts: Sequence[str], vectorizer, context: 
     prev, nxt = neighbour_rows(to_host(X[1].lengths).tolist())
     if context is None:
         context = context_matrix(X, member.attrs["use_sections"])
-    return hstack([T, csr_matrix(context), weight * _shifted(T, prev), weight * _shifted(T, nxt)]).tocsr()
+    parts = [T, csr_matrix(context), weight * _shifted(T, prev), weight * _shifted(T, nxt)]
+    if member.attrs.get("cues"):
+        parts.append(csr_matrix(AgencyCues(**member.attrs["cues"]).matrix(texts, to_host(X[1].lengths).tolist())))
+    return hstack(parts).tocsr()
 
 
 class TfidfShim(MemberShim):
@@ -102,16 +108,19 @@ class TfidfShim(MemberShim):
 
 def tfidf_expert(ngram_size: int = 2, min_df: int = 2, neighbour_weight: float = 0.5, C: float = 5.0,
                  class_weight: Optional[str] = "balanced", max_iter: int = 3000, docs: str = "papers",
-                 use_sections: bool = True, normalize_digits: bool = False
-                 ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                 use_sections: bool = True, normalize_digits: bool = False,
+                 cues: Optional[AgencyCues] = None) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """A TF-IDF member (module docstring): ``LogisticRegression(C,
     class_weight)`` over the features; ``docs``: "papers" or "others"
     (``members.speaks``); ``use_sections``: the section one-hot is a
     feature; ``normalize_digits``: every digit reads 0 and one-character
     tokens count ("0.0 %" of "2.5 %"), so numbers of a shape share a term
-    (``linear_models.digits_to_zero``)."""
+    (``linear_models.digits_to_zero``); ``cues``: whose work each sentence
+    speaks of, more columns (``agency.AgencyCues``; its settings recorded in
+    ``attrs["cues"]``)."""
     attrs: dict[str, Any] = {"ngram_size": int(ngram_size), "min_df": int(min_df),
                              "neighbour_weight": float(neighbour_weight), "C": float(C),
                              "class_weight": class_weight, "max_iter": int(max_iter),
-                             "normalize_digits": bool(normalize_digits)}
+                             "normalize_digits": bool(normalize_digits),
+                             "cues": cues.settings() if cues is not None else None}
     return fitted_member("tfidf_expert", TfidfShim(), attrs, docs=docs, use_sections=use_sections)
