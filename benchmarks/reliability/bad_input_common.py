@@ -102,3 +102,33 @@ def index_inputs(path: Path) -> set:
         return {row[0] for row in con.execute("SELECT DISTINCT input FROM sentences")}
     finally:
         con.close()
+
+
+class StubServer:
+    """A stand-in HTTP server in a thread on a free local port (``url``):
+    every POST's body is read, then ``respond(handler)`` answers it;
+    ``close()`` stops it (and sets ``stop``, which a slow answer may wait on)."""
+
+    def __init__(self, respond: Callable):
+        import http.server
+        import threading
+
+        self.stop = threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                respond(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from bad_input_common import Check, docbin_count, make_model
+from bad_input_common import Check, StubServer, docbin_count, make_model
 
 
 def pdf_bytes(pages: List[List[Tuple[float, float, float, str]]], turn: int = 0) -> bytes:
@@ -119,46 +119,28 @@ READ_CODE = ("import sys, time, spacy; from spacy_rhetoric.readers.papers import
              "f'{max(len(s) for s in doc.sents)} tokens in the longest sentence')")
 
 
-class _Grobid:
+class _Grobid(StubServer):
     """A stand-in GROBID server in a thread: 'silent' (never answers),
     'drip' (a byte every 5 s), 'huge' (a 50 MB answer)."""
 
     def __init__(self):
-        import http.server
-        import threading
+        super().__init__(self.answer)
 
-        stop = self.stop = threading.Event()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers["Content-Length"]))
-                mode = self.path.split("/")[1]
-                try:
-                    if mode == "silent":
-                        stop.wait(600)
-                        return
-                    self.send_response(200)
-                    self.end_headers()
-                    for _ in range(120 if mode == "drip" else 50):
-                        if mode == "drip" and stop.wait(5):
-                            return
-                        self.wfile.write(b"<" if mode == "drip" else b"<" * (1 << 20))
-                        self.wfile.flush()
-                except OSError:
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self) -> None:
-        self.stop.set()
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, handler) -> None:
+        mode = handler.path.split("/")[1]
+        try:
+            if mode == "silent":
+                self.stop.wait(600)
+                return
+            handler.send_response(200)
+            handler.end_headers()
+            for _ in range(120 if mode == "drip" else 50):
+                if mode == "drip" and self.stop.wait(5):
+                    return
+                handler.wfile.write(b"<" if mode == "drip" else b"<" * (1 << 20))
+                handler.wfile.flush()
+        except OSError:
+            pass
 
 
 def limit_probes(lim: Path, grobid: str) -> List[Tuple[str, List[str], int, Check]]:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Callable, List, Tuple
 
-from bad_input_common import GOOD_TEXT, TEI, Check, docbin_count, index_inputs, make_model, run, run_timed
+from bad_input_common import GOOD_TEXT, TEI, Check, StubServer, docbin_count, index_inputs, make_model, run, run_timed
 
 ESCAPES = "We propose \x1b]0;pwned\x07\x1b[2J a method. It works."
 ZH_PAPER = "标题\n\n摘要\n\n本文提出了一种新方法。结果很好。\n\n1 引言\n\n近年来进展很大。"
@@ -95,27 +95,17 @@ def zh_sentences(w: Path) -> bool:
     return [s.text for s in doc.sents] == ["标题", "本文提出了一种新方法。", "结果很好。", "近年来进展很大。"]
 
 
-class _TeiServer:
+class _TeiServer(StubServer):
     """A stand-in GROBID server in a thread that answers every POST with TEI_ANSWER."""
 
     def __init__(self):
-        import http.server
-        import threading
+        super().__init__(self.answer)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers["Content-Length"]))
-                self.send_response(200)
-                self.end_headers()
-                self.wfile.write(TEI_ANSWER)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
+    @staticmethod
+    def answer(handler) -> None:
+        handler.send_response(200)
+        handler.end_headers()
+        handler.wfile.write(TEI_ANSWER)
 
 
 READ_ITEMS = ("code", "terminal", "rules", "pipeline", "CJK", "sniffing", "names", "not papers")
