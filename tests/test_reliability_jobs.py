@@ -28,6 +28,14 @@ from spacy_rhetoric.cli import app
 TEXT = "We propose a method for parsing. It works well. Results are good.\n"
 
 
+def terminal_signals():
+    """``preexec_fn`` of a child that stands for a command typed in a terminal:
+    SIGINT as a terminal leaves it (Python's KeyboardInterrupt), even when
+    the tests themselves run as a background job, which starts with SIGINT
+    ignored (and every child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def blank_dir(tmp_path_factory):
     """A blank pipeline (sentencizer only): what annotate runs fastest."""
@@ -305,7 +313,7 @@ def test_an_interrupted_annotate_says_how_to_resume(blank_dir, tmp_path, signame
     out = tmp_path / "out"
     argv = [sys.executable, "-c", textwrap.dedent(INTERRUPT), signame,
             "annotate", str(blank_dir), str(src), "-o", str(out)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=terminal_signals,
                           env=dict(os.environ, COLUMNS="300", TERM="dumb"))
     text = proc.stdout + proc.stderr
     assert proc.returncode == code, text
@@ -391,7 +399,8 @@ def test_ctrl_c_with_worker_processes_is_one_line(blank_dir, tmp_path, workers):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "spacy_rhetoric", "annotate", str(blank_dir), str(src), "-o",
                              str(out), *workers, "--batch-size", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ, TERM="dumb"))
+                            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=terminal_signals,
+                            env=dict(os.environ, TERM="dumb"))
     try:
         deadline = time.time() + 300
         while time.time() < deadline and proc.poll() is None:
