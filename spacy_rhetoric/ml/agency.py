@@ -30,14 +30,13 @@ import numpy
 from spacy.util import registry
 
 from ..errors import RhetoricError
-from ..readers.fulltext import CITATION
+from ..readers.fulltext import CITATION, YEAR
 
-_YEAR = r"(?:1[89]|20)\d\d[a-z]?"
 # "Kaufman and Rousseeuw 1990 define ...": an in-text citation of a tokenised corpus (AZ-CL), without brackets;
 # the name has three letters or more and is not a word that starts a time phrase ("Since 1990")
 BARE_CITATION = re.compile(
     rf"\b(?!(?:Since|During|Until|Before|After|From|Between|Around|Through)\b)[A-Z][a-z][\w'’\-]+"
-    rf"(?: et al\.?| and [A-Z][\w'’\-]+)? {_YEAR}\b")
+    rf"(?: et al\.?| and [A-Z][\w'’\-]+)? {YEAR}\b")
 FIRST_PERSON = re.compile(r"\b(?:we|our|ours|us|I|my)\b", re.IGNORECASE)
 THIRD_PERSON = re.compile(r"\b(?:they|their|them|theirs|he|she|his|her)\b", re.IGNORECASE)
 SELF_REFERENCE = re.compile(r"\b(?:this (?:paper|article|work|study)|the present (?:paper|work|study)|here,? we|"
@@ -84,10 +83,11 @@ class AgencyCues:
             out[row : row + n, :k] = block
             out[row + 1 : row + n, k : 2 * k] = block[:-1]
             out[row : row + n - 1, 2 * k : 3 * k] = block[1:]
+            # the window's mean from running sums, cut at the doc's edges
             sums = numpy.vstack([numpy.zeros((1, k), dtype="float32"), numpy.cumsum(block, axis=0)])
-            for i in range(n):
-                lo, hi = max(0, i - self.window), min(n, i + self.window + 1)
-                out[row + i, 3 * k :] = (sums[hi] - sums[lo]) / (hi - lo)
+            i = numpy.arange(n)
+            lo, hi = numpy.maximum(0, i - self.window), numpy.minimum(n, i + self.window + 1)
+            out[row : row + n, 3 * k :] = (sums[hi] - sums[lo]) / (hi - lo)[:, None]
             row += n
         return out * self.weight
 

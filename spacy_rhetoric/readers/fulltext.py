@@ -65,12 +65,12 @@ def set_citation_spans(doc: Doc, sents: List[Span], cites: List[Optional[List[Tu
             if span is not None and len(span):
                 spans.append(Span(doc, span.start, span.end, label=CITATION_LABEL, kb_id=target or ""))
     doc.spans[CITATIONS_KEY] = spans
-_YEAR = r"(?:1[89]|20)\d\d[a-z]?"
+YEAR = r"(?:1[89]|20)\d\d[a-z]?"  # a publication year in a citation: 1800-2099, "2018a"
 # A citation in running text: "(Ammar et al., 2018; Wu, 2014)", "Peters et al. (2017)", "[3, 5-7]" (the PDF
 # reader's citation spans; the CL-SciSumm facet reader's sentences that cite others)
 CITATION = re.compile(
-    rf"\((?:[^()]{{0,250}}?\b{_YEAR}\b[^()]{{0,250}}?)\)"
-    rf"|\b[A-Z][\w'’\-]{{1,60}}(?: et al\.| and [A-Z][\w'’\-]{{1,60}})? \({_YEAR}(?:, [^()]{{1,40}})?\)"
+    rf"\((?:[^()]{{0,250}}?\b{YEAR}\b[^()]{{0,250}}?)\)"
+    rf"|\b[A-Z][\w'’\-]{{1,60}}(?: et al\.| and [A-Z][\w'’\-]{{1,60}})? \({YEAR}(?:, [^()]{{1,40}})?\)"
     r"|\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 SPLITTERS = ("sentencizer", "senter")
 # File name endings dropped to make the doc id ("N18-3011.tei.xml" -> "N18-3011").
