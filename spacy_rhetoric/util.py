@@ -198,17 +198,28 @@ def pipeline_gpu() -> int:
     return 0
 
 
-def _single_threaded_torch() -> None:
-    """In a forked child: torch's CPU kernels on one thread. A parent that
-    has run torch's OpenMP thread pool leaves the child a pool it cannot use
-    (GNU OpenMP keeps no state across ``fork``), so the child's first
-    parallel kernel waits forever. With one thread torch never enters a
-    parallel region; each worker process is one core's worth of work anyway."""
+def _single_threaded_child() -> None:
+    """In a forked child: torch's CPU kernels, and the BLAS under numpy, on
+    one thread each. A parent that has run torch's OpenMP thread pool leaves
+    the child a pool it cannot use (GNU OpenMP keeps no state across
+    ``fork``), so the child's first parallel kernel waits forever; with one
+    thread torch never enters a parallel region. numpy's OpenBLAS keeps its
+    own pool, whose threads spin between calls: in two workers on two cores
+    they took a third of the CPU from the pipelines (annotate's worker
+    processes spent 77 s of CPU on what one process does in 53 s; 54 s with
+    one BLAS thread each). Each worker process is one core's worth of work
+    anyway. The BLAS pool is set through threadpoolctl (scikit-learn's)."""
     import sys
 
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
+    if "numpy" in sys.modules:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - scikit-learn brings it
+            return
+        threadpool_limits(limits=1, user_api="blas")
 
 
 _FORK_HOOK = []
@@ -217,11 +228,11 @@ _FORK_HOOK = []
 def install_fork_hook() -> None:
     """Make ``nlp.pipe(n_process=N)`` (fork, Linux's default start method)
     safe for the pipelines' torch models: every forked child runs torch on
-    one thread (:func:`_single_threaded_torch`), and tokenizers are told
+    one thread, numpy's BLAS too (:func:`_single_threaded_child`), and tokenizers are told
     before the fork that the children run them serially
     (:func:`_tokenizers_serial`). Installed once, on import of the package."""
     if not _FORK_HOOK and hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=_tokenizers_serial, after_in_child=_single_threaded_torch)
+        os.register_at_fork(before=_tokenizers_serial, after_in_child=_single_threaded_child)
         _FORK_HOOK.append(True)
 
 

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent('''
     import spacy
     import torch
@@ -42,17 +44,96 @@ def test_n_process_with_torch_does_not_hang(tmp_path):
 
 
 def test_fork_hook_sets_one_thread_in_the_child():
+    """torch and numpy's BLAS each on one thread in a forked worker."""
     import os
 
+    import numpy  # noqa: F401 - its BLAS is loaded before the fork
     import torch
+    from threadpoolctl import threadpool_info
 
     import spacy_rhetoric  # noqa: F401
 
+    blas_here = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
-        os.write(write, str(torch.get_num_threads()).encode())
+        blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+        os.write(write, f"{torch.get_num_threads()} {blas}".encode())
         os._exit(0)
     os.close(write)
     os.waitpid(pid, 0)
-    assert os.read(read, 16) == b"1"
+    torch_threads, blas = os.read(read, 64).decode().split(" ", 1)
+    assert torch_threads == "1"
+    assert blas == str([1] * len(blas_here)) and blas_here  # numpy's OpenBLAS: one thread in the child
+
+
+def _slow_for_small(i: int):
+    """Work whose first items take longest: without work stealing the
+    results still come back in input order."""
+    import os
+    import time
+
+    time.sleep(0.3 if i < 2 else 0.01)
+    return i * i, os.getpid()
+
+
+def test_pool_inputs_finishes_in_input_order_on_every_worker():
+    from spacy_rhetoric.jobs.local import pool_inputs
+
+    got = []
+    pool_inputs(list(range(12)), work=_slow_for_small, finish=lambda i, r: got.append((i, r)), n_process=2)
+    assert [i for i, _ in got] == list(range(12))
+    assert all(r[0] == i * i for i, r in got)
+    assert len({pid for _, (_, pid) in got}) == 2  # both workers took inputs
+    import os
+
+    assert all(pid != os.getpid() for _, (_, pid) in got)
+
+
+def _fail_on_three(i: int):
+    if i == 3:
+        raise ValueError(f"input {i} is bad")
+    return i
+
+
+def test_pool_inputs_raises_a_workers_error_here():
+    from spacy_rhetoric.jobs.local import pool_inputs
+
+    done = []
+    with pytest.raises(ValueError, match="input 3 is bad"):
+        pool_inputs(list(range(8)), work=_fail_on_three, finish=lambda i, r: done.append(i), n_process=2)
+    assert done == [0, 1, 2]
+
+
+def _die_on_two(i: int):
+    import os
+    import signal
+
+    if i == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
+    return i
+
+
+def test_pool_inputs_ends_when_a_worker_dies_instead_of_waiting():
+    """A killed worker ends the run with BrokenProcessPool (a Pool would wait
+    for its result for ever); no worker outlives the call."""
+    import multiprocessing
+    import threading
+    from concurrent.futures.process import BrokenProcessPool
+
+    from spacy_rhetoric.jobs.local import pool_inputs
+
+    outcome = []
+
+    def run():
+        try:
+            pool_inputs(list(range(6)), work=_die_on_two, finish=lambda i, r: None, n_process=2)
+            outcome.append("returned")
+        except BrokenProcessPool:
+            outcome.append("broken")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert outcome == ["broken"], "pool_inputs hung or ignored a dead worker"
+    assert not multiprocessing.active_children()

@@ -15,10 +15,15 @@ unreadable files skipped and counted), one shard per input in
 inputs whose shard exists, so it ends with the output of an uninterrupted
 run, without duplicates), the settings recorded in ``OUT/build_config.json``
 (resuming with another pipeline or other options is refused unless
-``overwrite``), and the two runners of ``spacy_rhetoric.jobs``: one ordered ``nlp.pipe`` stream
-(``n_process``) or one Dask task per input (the client reads the inputs and
-sends each as DocBin bytes, workers load the pipeline from its path and
-send back records and, with ``spacy``, the annotated DocBin). At the end the
+``overwrite``), and the runners of ``spacy_rhetoric.jobs``: one ordered ``nlp.pipe`` stream
+(one process, or ``n_process`` over the Docs of ``.spacy`` inputs), one task
+per input in ``n_process`` forked worker processes over paper files
+(``jobs.pool_inputs``: the worker reads the paper, annotates it and writes
+its shard; each takes the next input when it is done), or one Dask task per
+input (the client reads the inputs and sends each as DocBin bytes, workers
+load the pipeline from its path and send back records and, with ``spacy``,
+the annotated DocBin). What is done with one input's Docs:
+``annotate_input``. At the end the
 shards are concatenated in input-key order into ``OUT/annotations.jsonl``
 (and ``OUT/annotations.spacy``), written atomically, and ``OUT/summary.json``.
 
@@ -40,7 +45,7 @@ from spacy.tokens import Doc, DocBin
 from .. import extensions as ext
 from ..extensions import docbin_docs
 from ..io import atomic_write_json, check_input, check_output, path_text
-from ..jobs import dask_tasks, progress_bar, record_skip, stream_inputs
+from ..jobs import bounded_processes, can_fork, dask_tasks, pool_inputs, progress_bar, record_skip
 from ..jobs.common import CorpusBuildError
 from ..jobs.inputs import InputFile, discover_inputs
 from ..jobs.merge import concatenate_shards
@@ -56,10 +61,17 @@ from ..jobs.settings import (
 )
 from ..jobs.shards import earlier_shards, read_shard_header, shard_path, write_shard
 from ..readers.budget import READ_TIMEOUT
-from ..readers.common import ReaderError, sentence_splitters
+from ..readers.common import ReaderError
 from ..readers.papers import EXTENSIONS, FORMATS
 from ..readers.pdf.grobid import TIMEOUT as GROBID_TIMEOUT
-from .records import RECORD_FIELDS, doc_records  # noqa: F401 - RECORD_FIELDS: the records' fields, re-exported
+from .annotate_input import (
+    annotate_docbin,
+    annotate_docs,
+    annotate_stream,
+    docbin_bytes,
+    sentence_records,  # noqa: F401 - the records of one Doc, as annotate writes them
+)
+from .records import RECORD_FIELDS  # noqa: F401 - the records' fields, re-exported
 
 PathLike = Union[str, Path]
 ANNOTATE_FORMATS = ("auto",) + FORMATS + ("spacy",)
@@ -76,8 +88,10 @@ class AnnotateSettings:
     record), ``spacy`` (also write the annotated Docs), ``grobid`` (a GROBID
     server's URL that PDFs are sent to). What is written: ``jsonl``
     (``annotations.jsonl``). ``code``: a Python file imported first (custom
-    components), on Dask workers too. How it runs: ``n_process`` processes
-    of one ``nlp.pipe`` stream, ``batch_size`` Docs (papers) per batch,
+    components), on Dask workers too. How it runs: ``n_process`` worker
+    processes (one task per paper file, :func:`use_pool`; the Docs of
+    ``.spacy`` inputs: one ``nlp.pipe`` stream), ``batch_size`` Docs
+    (papers) per batch,
     ``scheduler`` (None: this machine; ``"local"``: a Dask LocalCluster of
     ``workers`` processes; else a scheduler address), ``limit`` (only the
     first N input files, 0 = all), ``overwrite`` (discard an earlier run's
@@ -162,82 +176,20 @@ def _read(inp: InputFile, nlp: Language, skipped: List[Dict[str, str]], progress
           doc_id: Optional[str] = None, grobid: Optional[str] = None,
           reading: Optional[Dict[str, Any]] = None) -> Optional[List[Doc]]:
     """``read_docs``, or None with the reason recorded (skip and count)."""
+    docs, reason = read_or_reason(inp, nlp, doc_id, grobid, reading)
+    if docs is None:
+        record_skip(skipped, inp.key, reason, progress)
+    return docs
+
+
+def read_or_reason(inp: InputFile, nlp: Language, doc_id: Optional[str] = None, grobid: Optional[str] = None,
+                   reading: Optional[Dict[str, Any]] = None) -> Tuple[Optional[List[Doc]], str]:
+    """``(read_docs(...), "")``, or ``(None, why the input is skipped)``."""
     try:
-        return read_docs(inp, nlp, doc_id, grobid, **(reading or {}))
+        return read_docs(inp, nlp, doc_id, grobid, **(reading or {})), ""
     except (ReaderError, OSError, UnicodeDecodeError) as err:
         where = path_text(inp.path)
-        reason = str(err) if where in str(err) else f"{where}: {type(err).__name__}: {err}"
-    record_skip(skipped, inp.key, reason, progress)
-    return None
-
-
-# -- records -----------------------------------------------------------------------------------
-
-def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]:
-    """One record per sentence of an annotated Doc (``RECORD_FIELDS``):
-    char offsets into ``doc.text`` (``doc.text[start_char:end_char] ==
-    text``), the classifier's label and scores, the fine classifier's, the
-    phrase labeler's label and evidence n-gram; None where a component is
-    absent or gave nothing (whitespace-only sentences). The written records
-    also carry ``input``, the key (path relative to the folder given) of the
-    file the paper came from; paper ids are unique in the corpus
-    (``readers.papers.paper_ids``). Built by ``records.doc_records``."""
-    records = doc_records(doc, vector=vectors)
-    if vectors:
-        for rec in records:
-            rec["vector"] = rec["vector"].tolist() if rec["vector"] is not None else None
-    return records
-
-
-def sentence_starts(doc: Doc) -> List[int]:
-    return [sent.start for sent in doc.sents] if len(doc) else []
-
-
-def doc_result(doc: Doc, starts: List[int], settings: AnnotateSettings) -> Tuple[List[Dict[str, Any]], int, Optional[Doc]]:
-    """(records, words, the Doc if it is kept) of one annotated Doc; an error
-    if the pipeline moved its preset sentence boundaries."""
-    after = sentence_starts(doc)
-    if after != starts:
-        raise CorpusBuildError(
-            f"paper {ext.get_doc_value(doc, ext.DOC_ID)}: the pipeline changed its preset sentence boundaries "
-            f"({len(starts)} -> {len(after)} sentences); a component re-splits sentences "
-            "(only sentencizer/senter are disabled; a parser keeps preset boundaries)"
-        )
-    n_words = sum(1 for token in doc if not token.is_space)
-    return sentence_records(doc, vectors=settings.vectors), n_words, doc if settings.spacy else None
-
-
-def docbin_bytes(docs: Sequence[Doc]) -> bytes:
-    return DocBin(store_user_data=True, docs=docs).to_bytes()
-
-
-def annotate_docs(nlp: Language, docs: Sequence[Doc], settings: AnnotateSettings,
-                  batch_size: int) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
-    """Annotate the Docs of one input in this process: (records, words,
-    DocBin bytes of the annotated Docs if ``settings.spacy``)."""
-    from ..long_docs import process_long_doc
-
-    starts = [sentence_starts(doc) for doc in docs]
-    short = [doc for doc in docs if not is_long(nlp, doc)]
-    done = iter(nlp.pipe(short, batch_size=batch_size, disable=sentence_splitters(nlp)))
-    results = [doc_result(process_long_doc(nlp, doc, disable=sentence_splitters(nlp)) if is_long(nlp, doc)
-                          else next(done), s, settings) for doc, s in zip(docs, starts)]
-    return _combine(results, settings)
-
-
-def is_long(nlp: Language, doc: Doc) -> bool:
-    """A paper longer than ``long_docs.long_threshold`` (100,000 characters,
-    or ``nlp.max_length`` where lower): annotated in pieces of whole
-    sentences (``long_docs.process_long_doc``), in this process."""
-    from ..long_docs import is_long_doc
-
-    return is_long_doc(nlp, doc)
-
-
-def _combine(results, settings: AnnotateSettings) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
-    records = [rec for recs, _, _ in results for rec in recs]
-    n_words = sum(words for _, words, _ in results)
-    return records, n_words, docbin_bytes([doc for _, _, doc in results]) if settings.spacy else None
+        return None, str(err) if where in str(err) else f"{where}: {type(err).__name__}: {err}"
 
 
 # -- the pipeline ------------------------------------------------------------------------------
@@ -276,14 +228,22 @@ def pipeline_digest(pipeline: PathLike) -> str:
     return h.hexdigest()
 
 
-def annotate_docbin(nlp: Language, docs: bytes, settings: AnnotateSettings, batch_size: int):
-    """A Dask task's work (``jobs.dask_tasks``): annotate the Docs of one
-    input (DocBin bytes) with the worker's pipeline."""
-    return annotate_docs(nlp, list(docbin_docs(DocBin(store_user_data=True).from_bytes(docs), nlp.vocab)),
-                         settings, batch_size)
-
-
 # -- the run -----------------------------------------------------------------------------------
+
+def use_pool(settings: AnnotateSettings, pending: Sequence[InputFile]) -> bool:
+    """Whether the pending inputs go to forked worker processes one input a
+    task (``jobs.pool_inputs``) rather than through one ``nlp.pipe``
+    stream: with ``n_process`` above 1 on a machine that forks and has two
+    CPUs or more for this process, the pipeline on the CPU (on a GPU it runs
+    in one process), when every input is a paper file (the Docs of one
+    ``.spacy`` input are spread over the stream's processes instead) and
+    there are at least two of them."""
+    from ..jobs.local import usable_cpus
+    from ..util import pipeline_gpu
+
+    return (settings.n_process > 1 and len(pending) > 1 and usable_cpus() > 1 and pipeline_gpu() < 0
+            and can_fork() and not any(inp.kind == "spacy" for inp in pending))
+
 
 def output_paths(out_dir: Path) -> Dict[str, Path]:
     return {"JSONL output": out_dir / JSONL_FILE, ".spacy output": out_dir / SPACY_FILE}
@@ -356,17 +316,40 @@ def annotate_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output_dir: 
         skipped: List[Dict[str, str]] = list(unreadable)
         done = {"inputs": 0, "papers": 0, "sentences": 0, "words": 0}
 
-        def finish(inp: InputFile, docs: List[Doc], result) -> None:
+        def write(inp: InputFile, docs: List[Doc], result) -> Dict[str, Any]:
+            """The input's shard written (here or in a worker); its header."""
             records, n_words, docs_bytes = result
             header = {"input": inp.key, "path": path_text(inp.path), "sha1": inp.fingerprint,
                       "papers": [ext.get_doc_value(doc, ext.DOC_ID) for doc in docs],
                       "n_sentences": len(records), "n_words": n_words}
             write_shard(shard_dir, inp, header, records, docs=docs_bytes, earlier=earlier.get(inp.shard_prefix, ()))
-            for key, n in (("inputs", 1), ("papers", len(docs)), ("sentences", len(records)), ("words", n_words)):
+            return header
+
+        def count(inp: InputFile, header: Dict[str, Any]) -> None:
+            for key, n in (("inputs", 1), ("papers", len(header["papers"])), ("sentences", header["n_sentences"]),
+                           ("words", header["n_words"])):
                 done[key] += n
             progress.update(1)
             if on_shard is not None:
                 on_shard(inp, header)
+
+        def finish(inp: InputFile, docs: List[Doc], result) -> None:
+            count(inp, write(inp, docs, result))
+
+        def work(inp: InputFile) -> Tuple[Optional[Dict[str, Any]], str]:
+            """One input read, annotated and its shard written, in a worker
+            process: (its header, "") or (None, why it is skipped)."""
+            docs, reason = read_or_reason(inp, nlp, ids[inp.key], grobid, reading)
+            if docs is None:
+                return None, reason
+            return write(inp, docs, annotate_docs(nlp, docs, settings, batch_size)), ""
+
+        def finish_work(inp: InputFile, result: Tuple[Optional[Dict[str, Any]], str]) -> None:
+            header, reason = result
+            if header is None:
+                record_skip(skipped, inp.key, reason, progress)
+            else:
+                count(inp, header)
 
         progress = progress_bar(show_progress, total=len(all_inputs), initial=len(all_inputs) - len(pending),
                                 desc="annotate")
@@ -381,31 +364,14 @@ def annotate_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output_dir: 
                     work_args=lambda inp, docs: (docbin_bytes(docs), settings, batch_size),
                     finish=finish, name="annotate",
                 )
+            elif pending and use_pool(settings, pending):
+                pool_inputs(pending, work=work, finish=finish_work,
+                            n_process=bounded_processes(settings.n_process, len(pending)))
+                seconds = time.perf_counter() - start
             elif pending:
-                from ..long_docs import process_long_doc
-
-                def read(inp: InputFile):
-                    docs = _read(inp, nlp, skipped, progress, ids[inp.key], grobid, reading)
-                    if docs is None:
-                        return None
-                    # a paper longer than nlp.max_length is annotated here, in pieces (long_docs)
-                    long_done = {i: doc_result(process_long_doc(nlp, doc, disable=sentence_splitters(nlp)),
-                                               sentence_starts(doc), settings)
-                                 for i, doc in enumerate(docs) if is_long(nlp, doc)}
-                    return ((docs, long_done),
-                            [(doc, sentence_starts(doc)) for i, doc in enumerate(docs) if i not in long_done])
-
-                def finish_stream(inp: InputFile, payload, results) -> None:
-                    docs, long_done = payload
-                    rest = iter(results)
-                    ordered = [long_done[i] if i in long_done else next(rest) for i in range(len(docs))]
-                    finish(inp, docs, _combine(ordered, settings))
-
-                stream_inputs(nlp, pending, read=read, process=lambda doc, starts: doc_result(doc, starts, settings),
-                              finish=finish_stream,
-                              n_process=settings.n_process, batch_size=batch_size, disable=sentence_splitters(nlp),
-                              # one paper per input but in a .spacy: no more processes than papers
-                              max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
+                annotate_stream(nlp, pending, settings,
+                                read=lambda inp: _read(inp, nlp, skipped, progress, ids[inp.key], grobid, reading),
+                                finish=finish)
                 seconds = time.perf_counter() - start
             else:
                 seconds = 0.0

@@ -51,6 +51,9 @@ SIGTERM print one line saying what is kept and how to resume
     finished (its shard written) as soon as its last item is out, so memory
     is bounded by the inputs in flight. :func:`bounded_processes`:
     ``--n-process`` bounded by the CPUs and the inputs, with a warning.
+    :func:`pool_inputs`: one task per input in forked worker processes, each
+    taking the next input when it is done with one (``annotate --n-process``
+    over paper files: the worker reads, annotates and writes the shard).
 ``cluster``
     :func:`dask_tasks`: one task per pending input, at most two per worker
     in flight; the client reads the inputs and finishes them, so workers
@@ -69,4 +72,4 @@ SIGTERM print one line saying what is kept and how to resume
 from .cluster import dask_tasks, import_distributed, nlp_task, worker_nlp  # noqa: F401
 from .common import CorpusBuildError, JobError, NoProgress, progress_bar, record_skip  # noqa: F401
 from .inputs import InputFile, discover_inputs, file_fingerprint  # noqa: F401
-from .local import bounded_processes, stream_inputs  # noqa: F401
+from .local import bounded_processes, can_fork, pool_inputs, stream_inputs  # noqa: F401

@@ -106,3 +106,74 @@ def stream_inputs(
     flush_complete()
     if in_flight:  # pragma: no cover - would mean nlp.pipe dropped documents
         raise RuntimeError(f"inputs left incomplete: {list(in_flight)}")
+
+
+# -- one task per input in forked worker processes ------------------------------------------------
+
+# The work of pool_inputs, set before the workers are forked: they inherit it
+# (the pipeline it closes over included), so nothing but an index is sent.
+_POOL_WORK: List[Any] = []
+
+
+def can_fork() -> bool:
+    """Whether worker processes can be forked here (Linux, macOS); elsewhere
+    they would have to load the pipeline again (spawn)."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _pool_task(index: int) -> Any:
+    work, items = _POOL_WORK[0]
+    return work(items[index])
+
+
+def pool_inputs(
+    pending: Sequence[Any],
+    *,
+    work: Callable[[Any], Any],
+    finish: Callable[[Any, Any], None],
+    n_process: int,
+) -> None:
+    """Each pending input as one task, ``work(input)``, in one of
+    ``n_process`` worker processes forked from this one (so they share its
+    loaded pipeline; :func:`spacy_rhetoric.util.install_fork_hook` gives
+    each torch on one thread); ``finish(input, result)`` runs here, in input
+    order. A worker takes the next input as soon as it is done with one, so
+    papers of different lengths keep every worker busy (an ordered
+    ``nlp.pipe`` stream hands batches round-robin and waits for the slowest),
+    and the work done here is only what ``finish`` does: the worker reads
+    the paper, runs the pipeline and can write the result itself. A worker
+    that dies (killed, out of memory) ends the run with ``BrokenProcessPool``
+    instead of a wait for ever; an exception in ``work`` is raised here; on
+    any exit the workers still running are ended (forked inside
+    ``interrupts.sigterm_raises`` they ignore Ctrl-C and end on SIGTERM).
+    Needs :func:`can_fork`."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pending = list(pending)
+    if not pending:
+        return
+    before = set(multiprocessing.active_children())
+    _POOL_WORK[:] = [(work, pending)]
+    executor = ProcessPoolExecutor(max_workers=min(n_process, len(pending)),
+                                   mp_context=multiprocessing.get_context("fork"))
+    workers: List[Any] = []
+    clean = False
+    try:
+        results = executor.map(_pool_task, range(len(pending)))
+        workers = [p for p in multiprocessing.active_children() if p not in before]
+        for inp, result in zip(pending, results):
+            finish(inp, result)
+        clean = True
+    finally:
+        _POOL_WORK.clear()
+        if not clean:  # an error or an interrupt: no worker finishes its paper first
+            executor.shutdown(wait=False, cancel_futures=True)
+            for proc in workers:
+                if proc.is_alive():
+                    proc.terminate()
+            for proc in workers:
+                proc.join(timeout=10)
+        executor.shutdown(wait=True)
