@@ -3,8 +3,11 @@
 Annotates the same papers (by default the first ``--limit`` CL-SciSumm
 reference XMLs of the 40 manual topics, in key order; ``--inputs`` any
 folders of papers, e.g. ``paper-formats``) three times,
-from scratch each time — ``nlp.pipe`` with n_process=1, with n_process=2, and
-on a 2-worker Dask LocalCluster (1 thread each) — compares the three
+from scratch each time — one ``nlp.pipe`` stream (n_process=1), two worker
+processes (n_process=2: over paper files one task per paper,
+``jobs.pool_inputs``; the run keeps its name "nlp.pipe n_process=2" so that
+result files compare), and a 2-worker Dask LocalCluster (1 thread each) —
+compares the three
 ``annotations.jsonl`` (byte-identical; else the same sentences with the same
 labels, and the largest score change: in bfloat16 a score moves a little with
 the batch a sentence is read in; the exit code is 1 when a label differs), and prints a Markdown table (and JSON to
