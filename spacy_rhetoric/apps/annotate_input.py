@@ -4,7 +4,7 @@ a forked worker of ``jobs.pool_inputs``, a Dask worker, the parent of an
 preset, the check that it kept them, and the input's records (one per
 sentence, ``records.doc_records``), word count and, with ``--spacy``, its
 DocBin bytes. ``annotate.annotate_corpus`` runs the inputs."""
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -17,8 +17,9 @@ from ..jobs.inputs import InputFile
 from ..readers.common import sentence_splitters
 from .records import doc_records
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .annotate import AnnotateSettings
+# ``settings`` below: an ``annotate.AnnotateSettings`` (its ``vectors``, ``spacy``,
+# ``n_process``, ``batch_size``); typed Any so this module does not import the run's.
+Settings = Any
 
 
 def sentence_records(doc: Doc, *, vectors: bool = False) -> List[Dict[str, Any]]:
@@ -41,7 +42,7 @@ def sentence_starts(doc: Doc) -> List[int]:
     return [sent.start for sent in doc.sents] if len(doc) else []
 
 
-def doc_result(doc: Doc, starts: List[int], settings: "AnnotateSettings") -> Tuple[List[Dict[str, Any]], int, Optional[Doc]]:
+def doc_result(doc: Doc, starts: List[int], settings: Settings) -> Tuple[List[Dict[str, Any]], int, Optional[Doc]]:
     """(records, words, the Doc if it is kept) of one annotated Doc; an error
     if the pipeline moved its preset sentence boundaries."""
     after = sentence_starts(doc)
@@ -59,7 +60,7 @@ def docbin_bytes(docs: Sequence[Doc]) -> bytes:
     return DocBin(store_user_data=True, docs=docs).to_bytes()
 
 
-def annotate_docs(nlp: Language, docs: Sequence[Doc], settings: "AnnotateSettings",
+def annotate_docs(nlp: Language, docs: Sequence[Doc], settings: Settings,
                   batch_size: int) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
     """Annotate the Docs of one input in this process: (records, words,
     DocBin bytes of the annotated Docs if ``settings.spacy``)."""
@@ -82,13 +83,13 @@ def is_long(nlp: Language, doc: Doc) -> bool:
     return is_long_doc(nlp, doc)
 
 
-def _combine(results, settings: "AnnotateSettings") -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
+def _combine(results, settings: Settings) -> Tuple[List[Dict[str, Any]], int, Optional[bytes]]:
     records = [rec for recs, _, _ in results for rec in recs]
     n_words = sum(words for _, words, _ in results)
     return records, n_words, docbin_bytes([doc for _, _, doc in results]) if settings.spacy else None
 
 
-def annotate_stream(nlp: Language, pending: Sequence[InputFile], settings: "AnnotateSettings", *,
+def annotate_stream(nlp: Language, pending: Sequence[InputFile], settings: Settings, *,
                     read: Callable[[InputFile], Optional[List[Doc]]],
                     finish: Callable[[InputFile, List[Doc], Any], None]) -> None:
     """The pending inputs through one ordered ``nlp.pipe`` stream
@@ -122,7 +123,7 @@ def annotate_stream(nlp: Language, pending: Sequence[InputFile], settings: "Anno
                   max_processes=None if any(i.kind == "spacy" for i in pending) else len(pending))
 
 
-def annotate_docbin(nlp: Language, docs: bytes, settings: "AnnotateSettings", batch_size: int):
+def annotate_docbin(nlp: Language, docs: bytes, settings: Settings, batch_size: int):
     """A Dask task's work (``jobs.dask_tasks``): annotate the Docs of one
     input (DocBin bytes) with the worker's pipeline."""
     return annotate_docs(nlp, list(docbin_docs(DocBin(store_user_data=True).from_bytes(docs), nlp.vocab)),
