@@ -137,3 +137,28 @@ def test_pool_inputs_ends_when_a_worker_dies_instead_of_waiting():
     thread.join(timeout=60)
     assert outcome == ["broken"], "pool_inputs hung or ignored a dead worker"
     assert not multiprocessing.active_children()
+
+
+def test_annotate_uses_the_pool_for_paper_files_only(monkeypatch):
+    """Paper files go one a task to forked workers; the Docs of a .spacy
+    input are spread over one nlp.pipe stream; one process, one input or one
+    CPU: no pool."""
+    from pathlib import Path
+
+    from spacy_rhetoric.apps import annotate
+    from spacy_rhetoric.apps.annotate import AnnotateSettings, use_pool
+    from spacy_rhetoric.jobs import local
+    from spacy_rhetoric.jobs.inputs import InputFile
+
+    papers = [InputFile(f"p{i}.xml", Path(f"p{i}.xml"), "auto") for i in range(3)]
+    two = AnnotateSettings(n_process=2)
+    monkeypatch.setattr(local, "usable_cpus", lambda: 2)
+    assert use_pool(two, papers)
+    assert not use_pool(AnnotateSettings(n_process=1), papers)
+    assert not use_pool(two, papers[:1])
+    assert not use_pool(two, papers + [InputFile("c.spacy", Path("c.spacy"), "spacy")])
+    monkeypatch.setattr(annotate, "can_fork", lambda: False)
+    assert not use_pool(two, papers)
+    monkeypatch.setattr(annotate, "can_fork", lambda: True)
+    monkeypatch.setattr(local, "usable_cpus", lambda: 1)
+    assert not use_pool(two, papers)
