@@ -157,6 +157,25 @@ def test_pipeline_vectors_keep_the_readers_sentences():
         pipeline_vectors(pipeline, [doc], rows, disable_factories=("test_bench_vectors_encoder",))
 
 
+@Language.factory("test_bench_vectors_writer", assigns=["span._.rhetoric_vector"])
+def _declared_writer(nlp, name):
+    return _length_vectors
+
+
+def test_pipeline_vectors_keep_a_disabled_factory_that_writes_the_vectors():
+    """The default pipeline's vectors come from its function classifier's
+    vector head: a factory named to be left out stays when it declares that
+    it writes sent._.rhetoric_vector (as spacy_rhetoric.capabilities reads it)."""
+    nlp = spacy.blank("en")
+    doc = doc_from_sentences(nlp, ["Results improved.", "A second sentence."], labels=["a", "b"])
+    set_doc_value(doc, "fold", "f1")
+    pipeline = spacy.blank("en")
+    pipeline.add_pipe("test_bench_vectors_writer")
+    rows = cv.class_rows([doc], ["f1"])
+    vectors = pipeline_vectors(pipeline, [doc], rows, disable_factories=("test_bench_vectors_writer",))
+    assert vectors[:, 0].tolist() == [17, 18]
+
+
 def test_the_test_papers_can_be_sampled_first():
     docs, folds = make_docs()
     rows = cv.class_rows(docs, folds)

@@ -12,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "spacy_rhetoric"
 # lowest first; a key is a root module or a subpackage of spacy_rhetoric
 LAYERS = [
     ("core", {"about", "errors", "io", "util", "resources", "extensions", "long_docs",
-              "section_headings", "linear_models", "colors", "meta"}),
+              "section_headings", "linear_models", "colors", "meta",
+              "capabilities"}),
     ("readers", {"readers"}),
     ("models", {"ml", "losses", "citret"}),
     ("evaluation", {"evaluation"}),

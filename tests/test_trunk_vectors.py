@@ -154,7 +154,7 @@ def test_commands_that_need_vectors_take_a_classifier_with_a_vector_head(tmp_pat
     factory's name: a classifier with a vector head is enough; one without is
     refused with the components named."""
     from spacy_rhetoric.apps.alignment import AlignmentError, align_encoded, encode_paper
-    from spacy_rhetoric.pipeline.capabilities import vector_components, vector_only_disabled
+    from spacy_rhetoric.capabilities import vector_components, vector_only_disabled
     from spacy_rhetoric.search.sources import SearchIndexError, check_pipeline
 
     nlp = trained(tmp_path)

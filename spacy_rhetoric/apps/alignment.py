@@ -25,9 +25,9 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 from .. import extensions as ext
+from ..capabilities import require_vectors
 from ..errors import RhetoricError
 from ..evaluation.neighbours import cosine_neighbours
-from ..pipeline.capabilities import require_vectors
 from ..readers.common import sentence_splitters
 
 PaperInput = Union[str, Path, Doc]

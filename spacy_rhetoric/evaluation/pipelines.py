@@ -74,16 +74,20 @@ def pipeline_vectors(nlp, docs, rows: List[Dict], *, batch_size: int = 4,
     ``start`` / ``end`` character offsets), ``nlp`` run over label-free copies
     of ``docs`` with their sentence boundaries kept and without the components
     of ``disable_factories`` (by default the function classifier, which a
-    sentence encoder does not need; ``()`` for a classifier whose vector head
-    writes the vectors)."""
+    sentence encoder does not need) -- except those that write the vectors
+    (``capabilities.vector_components``: the default pipeline's
+    classifier, whose vector head writes them, stays)."""
+    from ..capabilities import vector_components
+
+    writers = set(vector_components(nlp))
     copies = []
     for doc in docs:
         copy = doc.copy()
         for field in (LABEL, FINE_LABEL, GOLD_LABELS, SCORES, VECTOR):
             clear_field(copy, field)
         copies.append(copy)
-    skip = [n for n in nlp.pipe_names if n in ("sentencizer", "senter", "parser")
-            or nlp.get_pipe_meta(n).factory in disable_factories]
+    skip = [n for n in nlp.pipe_names if n not in writers and (n in ("sentencizer", "senter", "parser")
+            or nlp.get_pipe_meta(n).factory in disable_factories)]
     found = {}
     with nlp.select_pipes(disable=skip):
         for d, doc in enumerate(nlp.pipe(copies, batch_size=batch_size)):

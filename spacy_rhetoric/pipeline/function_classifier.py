@@ -323,7 +323,7 @@ class FunctionClassifier(SentencePipe):
     @property
     def writes_vectors(self) -> bool:
         """Whether the model has a fitted vector head, i.e. this component
-        fills ``sent._.rhetoric_vector`` (``pipeline.capabilities``)."""
+        fills ``sent._.rhetoric_vector`` (``spacy_rhetoric.capabilities``)."""
         return vector_width(self.model) > 0
 
     def _n_outputs(self) -> int:

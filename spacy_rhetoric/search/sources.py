@@ -7,9 +7,9 @@ import numpy
 
 from .. import extensions as ext
 from ..apps.records import doc_records
+from ..capabilities import require_vectors, vector_only_disabled
 from ..errors import RhetoricError
 from ..io import check_input, path_text
-from ..pipeline.capabilities import require_vectors, vector_only_disabled
 
 PathLike = Union[str, Path]
 

@@ -11,7 +11,7 @@ a ``writes_vectors`` attribute (the classifier's is False without a vector
 head)."""
 from typing import List, Type
 
-from ..errors import RhetoricError
+from .errors import RhetoricError
 
 VECTOR_ASSIGN = "span._.rhetoric_vector"
 
