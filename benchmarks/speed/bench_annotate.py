@@ -10,7 +10,8 @@ result files compare), and a 2-worker Dask LocalCluster (1 thread each) —
 compares the three
 ``annotations.jsonl`` (byte-identical; else the same sentences with the same
 labels, and the largest score change: in bfloat16 a score moves a little with
-the batch a sentence is read in; the exit code is 1 when a label differs), and prints a Markdown table (and JSON to
+the batch a sentence is read in; the exit code is 1 when the sentences differ or fewer than
+``--min-label-share``, 99.5 %, of the labels are the same), and prints a Markdown table (and JSON to
 ``--report``). The pipeline is the demo pipeline (``make demo``:
 en_core_web_sm parser + phrase labeler + coarse classifier + encoder, CPU).
 The clock (``summary["timing"]``) excludes loading the pipeline in the main
@@ -92,8 +93,8 @@ def label_agreement(first: bytes, other: bytes) -> dict:
     equal = sum(x.get("label") == y.get("label") for x, y in zip(a, b))
     change = max((abs(float(v) - float((y.get("scores") or {}).get(k, 0.0))) for x, y in zip(a, b)
                   for k, v in (x.get("scores") or {}).items()), default=0.0)
-    return {"same_labels": texts and equal == len(a), "equal_label_share": round(equal / max(len(a), 1), 5),
-            "largest_score_change": round(change, 5)}
+    return {"same_sentences": texts, "same_labels": texts and equal == len(a),
+            "equal_label_share": round(equal / max(len(a), 1), 5), "largest_score_change": round(change, 5)}
 
 
 def repeated_corpus(inputs, n: int, folder: Path) -> Path:
@@ -124,6 +125,9 @@ def main() -> int:
     parser.add_argument("--inputs", nargs="*", default=None, help="paper files or folders instead of CL-SciSumm")
     parser.add_argument("--runs", nargs="*", default=["1", "2", "dask"], choices=["1", "2", "dask"])
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--min-label-share", type=float, default=0.995,
+                        help="exit 1 when a run's labels agree with the first run's on fewer sentences than this share "
+                             "(or its sentences differ)")
     parser.add_argument("--report", default=None)
     parser.add_argument("--papers", type=int, nargs="*", default=None,
                         help="scaling table: corpora of these many papers, repeating the inputs")
@@ -184,7 +188,10 @@ def main() -> int:
     print(f"identical outputs: {identical}; the same sentences and labels: {same_labels}; {agreement}")
     if args.report:
         Path(args.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf8")
-    return 0 if same_labels else 1
+    agree = all(a["same_sentences"] and a["equal_label_share"] >= args.min_label_share for a in agreement)
+    if not agree:
+        print(f"runs disagree: other sentences, or under {args.min_label_share:.1%} of the labels the same")
+    return 0 if agree else 1
 
 
 if __name__ == "__main__":
