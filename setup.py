@@ -84,6 +84,7 @@ ENTRY_POINTS = {
         "spacy_rhetoric.VectorHead.v1 = spacy_rhetoric.ml.experts:build_vector_head",
         "spacy_rhetoric.papers.v1 = spacy_rhetoric.ml.experts:papers_scope",
         "spacy_rhetoric.other_docs.v1 = spacy_rhetoric.ml.experts:other_docs_scope",
+        "spacy_rhetoric.all_docs.v1 = spacy_rhetoric.ml.experts:all_docs_scope",
         "spacy_rhetoric.AgencyCues.v1 = spacy_rhetoric.ml.agency:build_agency_cues",
         "spacy_rhetoric.pipeline_name.v1 = spacy_rhetoric.util:pipeline_name",
         "spacy_rhetoric.SoftmaxLoss.v1 = spacy_rhetoric.losses.classification:softmax_loss_v1",

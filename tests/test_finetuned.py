@@ -109,6 +109,42 @@ def test_sources_weigh_the_same_in_the_draws():
         finetuned_settings_of(source_power=1.5)
 
 
+def test_batches_by_source_hold_one_corpus_each_with_the_corpora_shares():
+    """``batch_by_source``: every batch's rows come from one source corpus, the corpora
+    chosen with their shares of the draws; a corpus smaller than a batch is drawn with
+    replacement. ``train_precision`` is one of auto, fp32, bf16."""
+    from spacy_rhetoric.extensions import SOURCE, set_doc_value
+    from spacy_rhetoric.ml.finetuned import source_batches, source_groups, source_weights
+
+    nlp = spacy.blank("en")
+    big, small, plain = (paper_doc(nlp, PAPER) for _ in range(3))
+    set_doc_value(big, SOURCE, "coresc-art")
+    set_doc_value(small, SOURCE, "mulms-az")
+    X = as_X([big, big, big, small, plain])
+    n = len(PAPER)
+    pick = list(range(5 * n))
+    groups = source_groups(X, pick)
+    assert sorted(len(rows) for rows in groups.values()) == [n, n, 3 * n]
+    of_row = {int(position): source for source, rows in groups.items() for position in rows}
+    size, n_batches = 4, 600
+    order = source_batches(groups, source_weights(X, pick), n_batches, size, numpy.random.RandomState(0))
+    assert order.shape == (n_batches * size,)
+    batches = order.reshape(n_batches, size)
+    firsts = [of_row[int(batch[0])] for batch in batches]
+    assert all(of_row[int(i)] == first for batch, first in zip(batches, firsts) for i in batch)
+    shares = {source: firsts.count(source) / n_batches for source in groups}
+    assert all(abs(share - 1 / 3) < 0.07 for share in shares.values())  # power 0: every corpus alike
+    big_batches = [batch for batch, first in zip(batches, firsts) if first == "coresc-art"]
+    assert all(len(set(batch.tolist())) == size for batch in big_batches)  # no repeats within a batch
+    again = source_batches(groups, source_weights(X, pick), n_batches, size, numpy.random.RandomState(0))
+    assert numpy.array_equal(order, again)
+    assert finetuned_settings_of().batch_by_source is False
+    assert finetuned_settings_of(batch_by_source=True).batch_by_source is True
+    assert finetuned_settings_of(train_precision="bf16").train_precision == "bf16"
+    with pytest.raises(RhetoricError, match="train_precision"):
+        finetuned_settings_of(train_precision="int8")
+
+
 def finetuned_settings_of(**kwargs):
     from spacy_rhetoric.ml.finetuned import FinetunedSettings
 
@@ -172,6 +208,29 @@ def test_the_finetuned_member_learns_is_silent_elsewhere_and_round_trips():
     del m, shim, again, on_device, old
     gc.collect()
     assert encoder() is None
+
+
+@pytest.mark.slow  # fine-tunes two layers of all-MiniLM-L6-v2 on nine sentences in bfloat16
+def test_a_member_of_all_docs_learns_papers_and_abstracts_in_bf16_batches_of_one_corpus():
+    from spacy_rhetoric.extensions import SOURCE, set_doc_value
+    from spacy_rhetoric.ml.finetuned import finetuned_expert
+
+    nlp = spacy.blank("en")
+    m = finetuned_expert(MODEL, docs="all", epochs=30, learn_rate=1e-3, head_learn_rate=1e-2, batch_size=3,
+                         max_length=48, frozen_layers=4, class_weight_power=0.0, batch_by_source=True,
+                         train_precision="bf16", precision="fp32")
+    assert m.attrs["train_precision"] == "bf16" and m.attrs["batch_by_source"] is True and m.attrs["docs"] == "all"
+    paper = paper_doc(nlp, PAPER)
+    set_doc_value(paper, SOURCE, "papers")
+    abstract_texts, abstract_labels = ["Graph parsers matter.", "We train a new parser.", "Scores rise by a lot."], \
+        ["background", "method", "result"]
+    abstract = doc_from_sentences(nlp, abstract_texts, sections=["abstract"] * 3, labels=abstract_labels)
+    counts = fit_members([m], as_X([paper, abstract]), [r[3] for r in PAPER] + abstract_labels, LABELS)
+    assert counts == {"finetuned_expert": {"docs": 2, "sentences": len(PAPER) + 3, "labelled": len(PAPER) + 3}}
+    X = as_X([paper_doc(nlp, PAPER, labels=False), doc_from_sentences(nlp, abstract_texts, sections=["abstract"] * 3)])
+    probs = m.predict(X)
+    # it speaks on the paper and on the abstract (a member of all docs) and learned both
+    assert [LABELS[i] for i in probs.argmax(axis=1)] == [r[3] for r in PAPER] + abstract_labels
 
 
 @pytest.mark.slow  # runs all-MiniLM-L6-v2

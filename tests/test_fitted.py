@@ -13,6 +13,7 @@ from helpers import PAPER_LABELS as LABELS
 from thinc.api import Model, NumpyOps, set_current_ops
 
 import spacy_rhetoric  # noqa: F401
+from spacy_rhetoric.errors import RhetoricError
 from spacy_rhetoric.linear_models import logreg_from_dict, logreg_to_dict, new_tfidf, tfidf_from_dict, tfidf_to_dict
 from spacy_rhetoric.ml.experts import experts
 from spacy_rhetoric.ml.members import (
@@ -216,6 +217,33 @@ def test_a_member_of_the_other_docs_may_speak_on_a_papers_abstract_too():
     assert speaks(others, X, **also).tolist() == [1.0] * 3 + [1.0] + [0.0] * len(PAPER)
     out = predict_member(others, as_X([paper_doc(nlp, rows, labels=False)]), **also)
     assert not numpy.allclose(out[0], 1.0 / 3) and numpy.allclose(out[1:], 1.0 / 3)
+
+
+def test_a_member_of_all_docs_learns_from_papers_and_abstracts_and_speaks_on_both():
+    """``spacy_rhetoric.all_docs.v1``: the member learns from every doc and speaks everywhere,
+    less the paper sections the mixture silences; the weights may name it in every scope."""
+    from spacy_rhetoric.ml.experts import all_docs_scope, experts
+    from spacy_rhetoric.ml.members import speaks
+
+    assert all_docs_scope().name == "all"
+    nlp = spacy.blank("en")
+    member = tfidf_expert(min_df=1, C=50.0, docs="all", use_sections=False)
+    assert member.name == "tfidf_expert" and member.attrs["docs"] == "all"
+    abstract = doc_from_sentences(nlp, ["Parsers matter.", "We train a graph parser.", "Accuracy rises."],
+                                  sections=["abstract"] * 3, labels=["background", "method", "result"])
+    rows = [("We train a parser here.", "abstract", "Abstract", "method")] + PAPER
+    X = as_X([abstract, paper_doc(nlp, rows)])
+    counts = fit_members([member], X, ["background", "method", "result"] + [r[3] for r in rows], LABELS)
+    assert counts["tfidf_expert"] == {"docs": 2, "sentences": 3 + len(rows), "labelled": 3 + len(rows)}
+    assert speaks(member, X).tolist() == [1.0] * (3 + len(rows))
+    assert speaks(member, X, silent_sections=["abstract"]).tolist() == [1.0] * 3 + [0.0] + [1.0] * len(PAPER)
+    # a papers-only member may not be weighed on other docs; one of all docs may
+    weights = {"paper_body": {"network": 0.5, "m": 0.5}, "paper_abstract": {"network": 1.0},
+               "other_docs": {"network": 0.5, "m": 0.5}}
+    mix = experts(constant([0.2, 0.3, 0.5]), {"m": member}, weights)
+    assert mix.attrs["sections"]["m"] == {"silent_sections": ["abstract"], "paper_sections": []}
+    with pytest.raises(RhetoricError, match="cannot speak"):
+        experts(constant([0.2, 0.3, 0.5]), {"m": tfidf_expert(min_df=1, C=50.0)}, weights)
 
 
 def test_the_shim_is_saved_as_plain_data_and_copied_with_the_model():

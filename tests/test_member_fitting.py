@@ -95,7 +95,7 @@ def test_initialize_of_the_default_config_fits_nothing(tmp_path, monkeypatch):
     assert fit_pipeline_members(nlp, examples) == {CLASSIFIER: {
         "tfidf_expert": {"docs": 3, "sentences": 11, "labelled": 11},
         "tfidf_expert_others": {"docs": 2, "sentences": 6, "labelled": 6},
-        "finetuned_expert": {"docs": 3, "sentences": 11, "labelled": 11}}}
+        "finetuned_expert": {"docs": 5, "sentences": 17, "labelled": 17}}}  # all_docs.v1: papers and abstracts
     assert calls == ["tfidf_expert", "tfidf_expert_others", "finetuned_expert"]
 
 
@@ -133,7 +133,7 @@ def test_spacy_train_fits_the_members_with_the_settings_of_their_blocks_and_a_se
     assert finetuned.shims[0].precision == settings.pop("precision") == "auto"
     for key, value in settings.items():
         assert finetuned.attrs[key] == value, key
-    assert finetuned.attrs["docs"] == "papers" and block["learn_from"]["@misc"] == "spacy_rhetoric.papers.v1"
+    assert finetuned.attrs["docs"] == "all" and block["learn_from"]["@misc"] == "spacy_rhetoric.all_docs.v1"
     shim = finetuned.shims[0]
     assert (shim.cfg["model_name"], shim.cfg["frozen_layers"], shim.cfg["max_length"]) == \
         (block["name"], block["frozen_layers"], block["max_length"])

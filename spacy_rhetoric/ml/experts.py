@@ -26,7 +26,7 @@ first update; in code ``fit_pipeline_members(nlp, examples)``), each with
 every setting stated in its block and recorded in its ``attrs``. A member
 learns from the docs of its ``learn_from`` block (``spacy_rhetoric.papers.v1``:
 full papers, ``segments.is_paper``; ``spacy_rhetoric.other_docs.v1``:
-abstracts and plain text).
+abstracts and plain text; ``spacy_rhetoric.all_docs.v1``: both).
 
 The weights: one table per scope of a sentence -- ``paper_body`` (a full
 paper's sentences outside its abstract), ``paper_abstract`` (a full paper's
@@ -67,7 +67,16 @@ from ..errors import RhetoricError
 from ..section_headings import BACK_MATTER, OTHER
 from .agency import AgencyCues
 from .finetuned import FinetunedSettings, VectorHead, finetuned_expert
-from .members import OTHER_DOCS, PAPERS, DocScope, is_fitted, is_fitted_member, member_vector_width, predict_member
+from .members import (
+    ALL_DOCS,
+    OTHER_DOCS,
+    PAPERS,
+    DocScope,
+    is_fitted,
+    is_fitted_member,
+    member_vector_width,
+    predict_member,
+)
 from .sections import _section_aware_model, section_aware_layers
 from .segments import paper_rows
 from .sequence import crf_layer, emitters
@@ -100,6 +109,7 @@ def _check_weights(weights: Mapping[str, Mapping[str, float]], names: Sequence[s
             raise RhetoricError(f"mixture weights.{scope} must be >= 0 and sum to 1, got {table}")
         # a member speaks only on docs of the kind it learned from (and the abstracts' also on a paper's abstract)
         barred = [name for name, value in table.items() if value > 0 and name != NETWORK and
+                  learn_from[name] != "all" and
                   scope == ("paper_body" if learn_from[name] == "others" else "other_docs")]
         if barred:
             raise RhetoricError(f"mixture weights.{scope}: {barred} learn from other docs and cannot speak there")
@@ -258,6 +268,13 @@ def other_docs_scope() -> DocScope:
     return OTHER_DOCS
 
 
+@registry.misc("spacy_rhetoric.all_docs.v1")
+def all_docs_scope() -> DocScope:
+    """``learn_from`` block: the member learns from every doc, full papers,
+    abstracts and plain text alike (and may be weighed in every scope)."""
+    return ALL_DOCS
+
+
 @registry.architectures("spacy_rhetoric.TfidfMember.v1")
 def build_tfidf_member(learn_from: DocScope, ngram_size: int = 2, min_df: int = 2, C: float = 5.0,
                        neighbour_weight: float = 0.5, class_weight: Optional[str] = "balanced",
@@ -280,8 +297,8 @@ def build_tfidf_member(learn_from: DocScope, ngram_size: int = 2, min_df: int = 
 
 def _scope(learn_from: Any, block: str) -> str:
     if not isinstance(learn_from, DocScope):
-        raise RhetoricError(f"{block}: learn_from is a block (@misc = \"spacy_rhetoric.papers.v1\" or "
-                            f"\"spacy_rhetoric.other_docs.v1\"), got {learn_from!r}")
+        raise RhetoricError(f"{block}: learn_from is a block (@misc = \"spacy_rhetoric.papers.v1\", "
+                            f"\"spacy_rhetoric.other_docs.v1\" or \"spacy_rhetoric.all_docs.v1\"), got {learn_from!r}")
     return learn_from.name
 
 

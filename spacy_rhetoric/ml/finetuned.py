@@ -68,7 +68,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
 from .devices import to_host
-from .finetuned_encoder import POOLINGS, FinetunedEncoder, resolve_precision
+from .finetuned_encoder import POOLINGS, FinetunedEncoder, autocast, resolve_precision
 from .finetuned_io import encoder_from_state, encoder_state, legacy_encoder
 from .members import MemberShim, fitted_member, row_doc_values, row_values
 from .segments import sections_of, sentence_headings
@@ -140,7 +140,15 @@ class FinetunedSettings:
     neighbour; the bottom ``frozen_layers`` layers frozen; class weights
     ``count ** -class_weight_power``; ``balance_sources`` /
     ``source_power``: the draws across source corpora (module docstring);
-    ``seed``: the seed of the member's own generators (the configs set it
+    ``batch_by_source``: each batch drawn from one source corpus (chosen
+    with the corpora's shares), so that the vector head's metric loss
+    compares sentences labelled in one scheme (an AZ-CL OWN sentence and a
+    CSAbstruct method sentence are no negatives of each other);
+    ``train_precision``: the number format of the fine-tune's forward passes
+    ("fp32"; "bf16": bfloat16 autocast, the weights and the optimizer in
+    float32; "auto": bfloat16 where the device multiplies it in hardware,
+    ``finetuned_encoder.resolve_precision``); ``seed``: the seed of the
+    member's own generators (the configs set it
     to ``${system.seed}``; torch's global generator is left as it was)."""
 
     name: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -157,6 +165,8 @@ class FinetunedSettings:
     class_weight_power: float = 0.5
     balance_sources: bool = True
     source_power: float = 0.0
+    batch_by_source: bool = False
+    train_precision: str = "fp32"
     seed: int = 0
 
     def __post_init__(self):
@@ -168,6 +178,8 @@ class FinetunedSettings:
             raise RhetoricError("a fine-tuned member needs epochs > 0, batch_size >= 1, max_length >= 8 and "
                                 f"context_chars >= 0 (got {self.epochs}, {self.batch_size}, {self.max_length}, "
                                 f"{self.context_chars})")
+        if self.train_precision not in ("auto", "fp32", "bf16"):
+            raise RhetoricError(f"a fine-tuned member's train_precision is auto, fp32 or bf16 (got {self.train_precision!r})")
         if not 0.0 <= self.warmup <= 1.0 or self.weight_decay < 0 or self.grad_clip < 0:
             raise RhetoricError("a fine-tuned member needs 0 <= warmup <= 1, weight_decay >= 0 and grad_clip >= 0 "
                                 f"(got {self.warmup}, {self.weight_decay}, {self.grad_clip})")
@@ -193,6 +205,31 @@ def source_weights(X, pick: Sequence[int], power: float = 0.0) -> Optional[numpy
         return None
     weights = numpy.asarray([counts[s] ** (power - 1.0) for s in picked], dtype="float64")
     return weights / weights.sum()
+
+
+def source_groups(X, pick: Sequence[int]) -> Dict[Any, numpy.ndarray]:
+    """The positions in ``pick`` of each source corpus's rows
+    (``doc._.rhetoric_source``; docs without one form one source)."""
+    from ..extensions import SOURCE
+
+    sources = row_doc_values(X, SOURCE)
+    groups: Dict[Any, List[int]] = {}
+    for position, row in enumerate(pick):
+        groups.setdefault(sources[row], []).append(position)
+    return {source: numpy.asarray(rows, dtype="int64") for source, rows in groups.items()}
+
+
+def source_batches(groups: Dict[Any, numpy.ndarray], draw: numpy.ndarray, n_batches: int, size: int,
+                   generator: numpy.random.RandomState) -> numpy.ndarray:
+    """``n_batches`` batches of ``size`` positions, each from one source of
+    ``groups``: the source chosen with its share of ``draw`` (the per-row
+    draw probabilities, :func:`source_weights`), its rows drawn without
+    replacement within the batch (with it when the source has fewer)."""
+    names = list(groups)
+    shares = numpy.asarray([draw[groups[name]].sum() for name in names], dtype="float64")
+    chosen = generator.choice(len(names), size=n_batches, p=shares / shares.sum())
+    out = [generator.choice(groups[names[c]], size=size, replace=len(groups[names[c]]) < size) for c in chosen]
+    return numpy.concatenate(out) if out else numpy.zeros((0,), dtype="int64")
 
 
 @contextmanager
@@ -269,11 +306,15 @@ def _fine_tune(settings: FinetunedSettings, use_sections: bool, X, texts, contex
     # that the frozen layers run only on the sentences the steps will read
     # (a fraction of them when ``epochs`` < 1).
     draw = source_weights(X, pick, settings.source_power) if settings.balance_sources else None
+    groups = source_groups(X, pick) if draw is not None and settings.batch_by_source else None
     orders = [generator.permutation(len(pick)) if draw is None else
-              generator.choice(len(pick), size=per_epoch * size, replace=True, p=draw) for _ in range(n_epochs)]
+              generator.choice(len(pick), size=per_epoch * size, replace=True, p=draw) if groups is None else
+              source_batches(groups, draw, per_epoch, size, generator) for _ in range(n_epochs)]
     used = numpy.unique(numpy.concatenate([order[: per_epoch * size] for order in orders])[: total * size])
     used_texts, used_contexts = [texts[pick[i]] for i in used], [contexts[pick[i]] for i in used]
-    states = runtime.bottom(used_texts, used_contexts)
+    precision = resolve_precision(settings.train_precision, runtime.device.type)
+    with autocast(runtime.device.type, precision):
+        states = runtime.bottom(used_texts, used_contexts)
     cached: List[Any] = [None] * len(pick)
     first = numpy.zeros(len(pick), dtype="int64")
     for i, state in zip(used.tolist(), states):
@@ -287,11 +328,13 @@ def _fine_tune(settings: FinetunedSettings, use_sections: bool, X, texts, contex
             yield order[start : start + size]
 
     def batch_loss(batch):
-        logits, pooled = runtime.top([cached[i] for i in batch], rows_context[batch], first[batch])
-        loss = loss_fn(logits, torch.as_tensor(target[batch], device=runtime.device))
+        with autocast(runtime.device.type, precision):
+            logits, pooled = runtime.top([cached[i] for i in batch], rows_context[batch], first[batch])
+            embedded = runtime.vector_head(pooled) if metric is not None else None
+        loss = loss_fn(logits.float(), torch.as_tensor(target[batch], device=runtime.device))
         if metric is not None:
-            embedded = runtime.vector_head(pooled)
-            loss = loss + vectors.weight * metric(embedded, metric_target[torch.as_tensor(batch, device=runtime.device)])
+            loss = loss + vectors.weight * metric(embedded.float(),
+                                                  metric_target[torch.as_tensor(batch, device=runtime.device)])
         return loss
 
     trainable = runtime.trainable()

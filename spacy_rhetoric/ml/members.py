@@ -26,7 +26,7 @@ calls :func:`fit_members` with every gold sentence of the training corpus
 (the reference docs: their sections are the true ones); each member learns
 from the docs of its ``learn_from`` block (:class:`DocScope`, recorded as
 ``docs``: "papers", the full papers, ``segments.is_paper``; "others",
-abstracts and plain text), each distinct text once. At prediction a member
+abstracts and plain text; "all", both), each distinct text once. At prediction a member
 computes only the rows where it speaks (:func:`speaks`: its kind of doc, less
 the ``silent_sections`` of a paper, plus the ``paper_sections`` for a member
 of the other docs, both given by the mixture, ``experts.speaking_sections``);
@@ -48,7 +48,7 @@ from .devices import to_host
 from .segments import SentenceBatch, paper_rows, sections_of, sentence_headings
 
 FITTED = "fitted"
-SCOPES = ("papers", "others")
+SCOPES = ("papers", "others", "all")
 N_POSITION_BINS = 10
 MAX_INDEX = 5
 N_CONTEXT = len(SENTENCE_SECTIONS) + 2 * N_POSITION_BINS + MAX_INDEX + 1
@@ -95,8 +95,9 @@ class Member(Protocol):
 class DocScope:
     """The docs a member learns from, a registered block
     (``spacy_rhetoric.papers.v1``: the full papers, ``segments.is_paper``;
-    ``spacy_rhetoric.other_docs.v1``: abstracts and plain text); ``name``
-    is what the member records (``attrs["docs"]``)."""
+    ``spacy_rhetoric.other_docs.v1``: abstracts and plain text;
+    ``spacy_rhetoric.all_docs.v1``: both); ``name`` is what the member
+    records (``attrs["docs"]``)."""
 
     name: str
 
@@ -105,7 +106,7 @@ class DocScope:
             raise RhetoricError(f"Unknown docs {self.name!r} for a fitted member: use one of {SCOPES}")
 
 
-PAPERS, OTHER_DOCS = DocScope("papers"), DocScope("others")
+PAPERS, OTHER_DOCS, ALL_DOCS = DocScope("papers"), DocScope("others"), DocScope("all")
 
 
 class MemberShim(Shim):
@@ -157,7 +158,7 @@ def fitted_member(name: str, shim: MemberShim, attrs: Dict[str, Any], docs: Any 
     docs = DocScope(docs.name if isinstance(docs, DocScope) else docs).name
     if not isinstance(shim, Member) or not isinstance(shim, Shim):
         raise RhetoricError(f"a fitted member's learned part is a thinc Shim with the Member interface, got {shim!r}")
-    return Model(name if docs == "papers" else f"{name}_{docs}", _member_forward, init=_member_init,
+    return Model(name if docs != "others" else f"{name}_{docs}", _member_forward, init=_member_init,
                  dims={"nO": None}, shims=[shim],
                  attrs={FITTED: True, "docs": docs, "use_sections": bool(use_sections), **attrs})
 
@@ -180,10 +181,13 @@ def speaks(model: Model, X: Tuple[List[Doc], Ragged], silent_sections: Sequence[
            paper_sections: Sequence[str] = ()) -> numpy.ndarray:
     """1.0 on the rows of ``X`` of the docs a fitted member learns from
     (its ``docs``), less the rows of a paper's ``silent_sections`` (a member
-    of the papers) or plus those of its ``paper_sections`` (a member of the
-    other docs); the mixture passes the sections its weights give
-    (``experts.speaking_sections``), module docstring."""
-    if model.attrs.get("docs", "papers") == "others":
+    of the papers or of all docs) or plus those of its ``paper_sections`` (a
+    member of the other docs); the mixture passes the sections its weights
+    give (``experts.speaking_sections``), module docstring."""
+    docs = model.attrs.get("docs", "papers")
+    if docs == "all":
+        return 1.0 - paper_rows(X) + paper_rows(X, silent_sections)
+    if docs == "others":
         on_papers = paper_rows(X)
         # + the rows of papers in ``paper_sections`` (e.g. a paper's abstract)
         return 1.0 - on_papers + (on_papers - paper_rows(X, paper_sections) if paper_sections else 0.0)
@@ -256,10 +260,10 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
     for member in members:
         shim = member.shims[0]
         shim.unfit()
-        want_papers = member.attrs.get("docs", "papers") == "papers"
+        docs = member.attrs.get("docs", "papers")
         keep, seen, row, n_docs = numpy.zeros(len(gold), dtype=bool), set(), 0, 0
         for doc, n in zip(X[0], lengths):
-            if n and bool(papers[row]) == want_papers and doc.text not in seen:
+            if n and (docs == "all" or bool(papers[row]) == (docs == "papers")) and doc.text not in seen:
                 seen.add(doc.text)
                 keep[row : row + n] = True
                 n_docs += 1
