@@ -75,19 +75,25 @@ def test_the_config_block_sets_the_member_that_runs():
         build(name=MODEL, warmup=1.5)
 
 
-def test_sources_weigh_the_same_in_the_draws():
-    """``balance_sources``: rows of a big and a small corpus (``doc._.rhetoric_source``)
-    are drawn with equal total weight; rows of one corpus need no weights."""
+def three_sources():
+    """Rows of three copies of a paper of one corpus, one of another and one without a source:
+    ``(X, the doc without a source, sentences per paper, every row)``."""
     from spacy_rhetoric.extensions import SOURCE, set_doc_value
-    from spacy_rhetoric.ml.finetuned import source_weights
 
     nlp = spacy.blank("en")
     big, small, plain = (paper_doc(nlp, PAPER) for _ in range(3))
     set_doc_value(big, SOURCE, "coresc-art")
     set_doc_value(small, SOURCE, "mulms-az")
-    X = as_X([big, big, big, small, plain])
     n = len(PAPER)
-    pick = list(range(5 * n))
+    return as_X([big, big, big, small, plain]), plain, n, list(range(5 * n))
+
+
+def test_sources_weigh_the_same_in_the_draws():
+    """``balance_sources``: rows of a big and a small corpus (``doc._.rhetoric_source``)
+    are drawn with equal total weight; rows of one corpus need no weights."""
+    from spacy_rhetoric.ml.finetuned import source_weights
+
+    X, plain, n, pick = three_sources()
     weights = source_weights(X, pick)
     assert weights is not None and weights.shape == (5 * n,)
     for rows in (slice(0, 3 * n), slice(3 * n, 4 * n), slice(4 * n, 5 * n)):  # 3 papers, 1 paper, no source
@@ -113,16 +119,9 @@ def test_batches_by_source_hold_one_corpus_each_with_the_corpora_shares():
     """``batch_by_source``: every batch's rows come from one source corpus, the corpora
     chosen with their shares of the draws; a corpus smaller than a batch is drawn with
     replacement. ``train_precision`` is one of auto, fp32, bf16."""
-    from spacy_rhetoric.extensions import SOURCE, set_doc_value
     from spacy_rhetoric.ml.finetuned import source_batches, source_groups, source_weights
 
-    nlp = spacy.blank("en")
-    big, small, plain = (paper_doc(nlp, PAPER) for _ in range(3))
-    set_doc_value(big, SOURCE, "coresc-art")
-    set_doc_value(small, SOURCE, "mulms-az")
-    X = as_X([big, big, big, small, plain])
-    n = len(PAPER)
-    pick = list(range(5 * n))
+    X, _, n, pick = three_sources()
     groups = source_groups(X, pick)
     assert sorted(len(rows) for rows in groups.values()) == [n, n, 3 * n]
     of_row = {int(position): source for source, rows in groups.items() for position in rows}
