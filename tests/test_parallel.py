@@ -119,11 +119,13 @@ def test_pool_inputs_ends_when_a_worker_dies_instead_of_waiting():
     for its result for ever); no worker outlives the call."""
     import multiprocessing
     import threading
+    import time
     from concurrent.futures.process import BrokenProcessPool
 
     from spacy_rhetoric.jobs.local import pool_inputs
 
     outcome = []
+    before = set(multiprocessing.active_children())
 
     def run():
         try:
@@ -136,7 +138,11 @@ def test_pool_inputs_ends_when_a_worker_dies_instead_of_waiting():
     thread.start()
     thread.join(timeout=60)
     assert outcome == ["broken"], "pool_inputs hung or ignored a dead worker"
-    assert not multiprocessing.active_children()
+    # the call has joined its workers (terminated, else killed); active_children() reaps what has exited
+    deadline = time.monotonic() + 5
+    while set(multiprocessing.active_children()) - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not set(multiprocessing.active_children()) - before
 
 
 def test_annotate_uses_the_pool_for_paper_files_only(monkeypatch):

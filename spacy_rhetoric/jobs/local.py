@@ -176,4 +176,7 @@ def pool_inputs(
                     proc.terminate()
             for proc in workers:
                 proc.join(timeout=10)
+                if proc.is_alive():  # SIGTERM not heeded in time (a loaded machine): SIGKILL
+                    proc.kill()
+                    proc.join(timeout=10)
         executor.shutdown(wait=True)
