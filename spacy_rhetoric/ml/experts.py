@@ -95,7 +95,7 @@ def scope_rows(X: Tuple[List[Doc], Ragged]) -> Dict[str, numpy.ndarray]:
 
 
 def _check_weights(weights: Mapping[str, Mapping[str, float]], names: Sequence[str],
-                   learn_from: Mapping[str, str]) -> Dict[str, Dict[str, float]]:
+                   learn_from: Mapping[str, DocScope]) -> Dict[str, Dict[str, float]]:
     unknown = set(weights) - set(SCOPES)
     if unknown or not weights:
         raise RhetoricError(f"mixture weights: scopes are {list(SCOPES)}, got {sorted(weights)}")
@@ -107,12 +107,12 @@ def _check_weights(weights: Mapping[str, Mapping[str, float]], names: Sequence[s
             raise RhetoricError(f"mixture weights.{scope}: {sorted(stray)} is no member (members: {list(names)})")
         if any(v < 0 for v in table.values()) or abs(sum(table.values()) - 1.0) > 1e-3:
             raise RhetoricError(f"mixture weights.{scope} must be >= 0 and sum to 1, got {table}")
-        # a member speaks only on docs of the kind it learned from (and the abstracts' also on a paper's abstract)
+        # a member speaks only on docs of the kinds it learned from (and the abstracts' also on a paper's abstract)
         barred = [name for name, value in table.items() if value > 0 and name != NETWORK and
-                  learn_from[name] != "all" and
-                  scope == ("paper_body" if learn_from[name] == "others" else "other_docs")]
+                  ((scope == "paper_body" and not learn_from[name].papers) or
+                   (scope == "other_docs" and not learn_from[name].others))]
         if barred:
-            raise RhetoricError(f"mixture weights.{scope}: {barred} learn from other docs and cannot speak there")
+            raise RhetoricError(f"mixture weights.{scope}: {barred} do not learn from these docs and cannot speak there")
         out[scope] = table
     return out
 
@@ -130,7 +130,7 @@ def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, 
     if len(with_vectors) > 1:
         raise RhetoricError(f"experts: one member may have a vector head, got {with_vectors}")
     names = [NETWORK, *members]
-    table = _check_weights(weights, names, {name: m.attrs.get("docs", "papers") for name, m in members.items()})
+    table = _check_weights(weights, names, {name: DocScope(m.attrs.get("docs", "papers")) for name, m in members.items()})
     sections = {name: speaking_sections(member.attrs.get("docs", "papers"), table, name)
                 for name, member in members.items()}
     return Model("experts", _experts_forward, init=_experts_init, layers=[network, *members.values()],
@@ -146,7 +146,7 @@ def speaking_sections(docs: str, table: Mapping[str, Mapping[str, float]], name:
     paper's abstract), so each member computes only the rows it is weighed
     on (``members.predict_member``)."""
     on_abstract = table["paper_abstract"].get(name, 0) > 0
-    if docs == "others":
+    if not DocScope(docs).papers:
         return {"silent_sections": [], "paper_sections": [ABSTRACT] if on_abstract else []}
     return {"silent_sections": [] if on_abstract else [ABSTRACT], "paper_sections": []}
 

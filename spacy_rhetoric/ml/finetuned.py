@@ -140,8 +140,9 @@ class FinetunedSettings:
     neighbour; the bottom ``frozen_layers`` layers frozen; class weights
     ``count ** -class_weight_power``; ``balance_sources`` /
     ``source_power``: the draws across source corpora (module docstring);
-    ``batch_by_source``: each batch drawn from one source corpus (chosen
-    with the corpora's shares), so that the vector head's metric loss
+    ``batch_by_source``: with ``balance_sources`` and more than one source
+    corpus, each batch drawn from one corpus (chosen with the corpora's
+    shares), so that the vector head's metric loss
     compares sentences labelled in one scheme (an AZ-CL OWN sentence and a
     CSAbstruct method sentence are no negatives of each other);
     ``train_precision``: the number format of the fine-tune's forward passes

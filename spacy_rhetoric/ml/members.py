@@ -105,6 +105,16 @@ class DocScope:
         if self.name not in SCOPES:
             raise RhetoricError(f"Unknown docs {self.name!r} for a fitted member: use one of {SCOPES}")
 
+    @property
+    def papers(self) -> bool:
+        """Whether the member learns from (and speaks on) full papers."""
+        return self.name in ("papers", "all")
+
+    @property
+    def others(self) -> bool:
+        """Whether the member learns from (and speaks on) abstracts and plain text."""
+        return self.name in ("others", "all")
+
 
 PAPERS, OTHER_DOCS, ALL_DOCS = DocScope("papers"), DocScope("others"), DocScope("all")
 
@@ -158,7 +168,7 @@ def fitted_member(name: str, shim: MemberShim, attrs: Dict[str, Any], docs: Any 
     docs = DocScope(docs.name if isinstance(docs, DocScope) else docs).name
     if not isinstance(shim, Member) or not isinstance(shim, Shim):
         raise RhetoricError(f"a fitted member's learned part is a thinc Shim with the Member interface, got {shim!r}")
-    return Model(name if docs != "others" else f"{name}_{docs}", _member_forward, init=_member_init,
+    return Model(name if DocScope(docs).papers else f"{name}_{docs}", _member_forward, init=_member_init,
                  dims={"nO": None}, shims=[shim],
                  attrs={FITTED: True, "docs": docs, "use_sections": bool(use_sections), **attrs})
 
@@ -184,14 +194,16 @@ def speaks(model: Model, X: Tuple[List[Doc], Ragged], silent_sections: Sequence[
     of the papers or of all docs) or plus those of its ``paper_sections`` (a
     member of the other docs); the mixture passes the sections its weights
     give (``experts.speaking_sections``), module docstring."""
-    docs = model.attrs.get("docs", "papers")
-    if docs == "all":
-        return 1.0 - paper_rows(X) + paper_rows(X, silent_sections)
-    if docs == "others":
-        on_papers = paper_rows(X)
-        # + the rows of papers in ``paper_sections`` (e.g. a paper's abstract)
-        return 1.0 - on_papers + (on_papers - paper_rows(X, paper_sections) if paper_sections else 0.0)
-    return paper_rows(X, silent_sections)
+    scope = DocScope(model.attrs.get("docs", "papers"))
+    on_papers = paper_rows(X)
+    out = numpy.zeros_like(on_papers)
+    if scope.others:
+        out += 1.0 - on_papers
+    if scope.papers:
+        out += paper_rows(X, silent_sections)
+    elif paper_sections:  # + the rows of papers in ``paper_sections`` (e.g. a paper's abstract)
+        out += on_papers - paper_rows(X, paper_sections)
+    return out
 
 
 def _member_init(model: Model, X=None, Y=None) -> None:
@@ -260,10 +272,10 @@ def fit_members(members: Sequence[Model], X: Tuple[List[Doc], Ragged], gold: Seq
     for member in members:
         shim = member.shims[0]
         shim.unfit()
-        docs = member.attrs.get("docs", "papers")
+        scope = DocScope(member.attrs.get("docs", "papers"))
         keep, seen, row, n_docs = numpy.zeros(len(gold), dtype=bool), set(), 0, 0
         for doc, n in zip(X[0], lengths):
-            if n and (docs == "all" or bool(papers[row]) == (docs == "papers")) and doc.text not in seen:
+            if n and (scope.papers if papers[row] else scope.others) and doc.text not in seen:
                 seen.add(doc.text)
                 keep[row : row + n] = True
                 n_docs += 1
