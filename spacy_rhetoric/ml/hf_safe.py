@@ -59,14 +59,14 @@ class NoRemoteCode:
         self.cls = cls
 
     def from_pretrained(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.update(NO_REMOTE_CODE)
+        kwargs.pop("trust_remote_code", None)
         with no_remote_code(args[0] if args else kwargs.get("pretrained_model_name_or_path")):
-            return self.cls.from_pretrained(*args, **kwargs)
+            return self.cls.from_pretrained(*args, trust_remote_code=False, **kwargs)
 
     def from_config(self, config: Any, **kwargs: Any) -> Any:
-        kwargs.update(NO_REMOTE_CODE)
+        kwargs.pop("trust_remote_code", None)
         with no_remote_code(getattr(config, "_name_or_path", None) or "a saved model config"):
-            return self.cls.from_config(config, **kwargs)
+            return self.cls.from_config(config, trust_remote_code=False, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         if name == "cls" or name.startswith("__"):  # copy / pickle look these up before __init__ ran

@@ -156,17 +156,17 @@ def load_encoder(settings: SentMaskSettings):
     LM when ``mlm_weight > 0`` (its encoder is ``model.base_model``)."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    from ..ml.hf_safe import NO_REMOTE_CODE, no_remote_code
+    from ..ml.hf_safe import no_remote_code
     from ..util import resolve_hf_model
 
     path = resolve_hf_model(settings.model)
     with no_remote_code(settings.model):
-        tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     if settings.mask_token not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [settings.mask_token]})
     cls = AutoModelForMaskedLM if settings.mlm_weight > 0 else AutoModel
     with no_remote_code(settings.model):
-        model = cls.from_pretrained(path, **NO_REMOTE_CODE)
+        model = cls.from_pretrained(path, trust_remote_code=False)
     if model.get_input_embeddings().num_embeddings < len(tokenizer):
         model.resize_token_embeddings(len(tokenizer))
     return tokenizer, model
