@@ -101,6 +101,31 @@ def test_an_unfitted_member_gives_its_weight_to_the_network_and_a_member_weighed
     assert model.attrs["sections"]["idle"]["silent_sections"] == ["abstract"]
 
 
+def test_priors_move_the_decision_in_their_scopes_only_and_training_is_untouched():
+    X = paper_and_plain()
+    weights = {"paper_body": {"network": 1.0}, "paper_abstract": {"network": 1.0}, "other_docs": {"network": 1.0}}
+    model = experts(constant([0.6, 0.4], "network"), {}, weights, priors={"paper_body": {"b": 2.0}})
+    model.attrs["labels"] = ["a", "b"]  # as the pipe names them when it is initialized
+    out = model.predict(X)
+    # the body row: 0.6 / 0.8 -> normalised 0.6 / 1.4, 0.8 / 1.4; the abstract and the plain text as mixed
+    assert numpy.allclose(out, [[0.6, 0.4], [0.6 / 1.4, 0.8 / 1.4], [0.6, 0.4]])
+    assert model.attrs["priors"] == {"paper_body": {"b": 2.0}}
+    Y, _ = model.begin_update(X)
+    assert numpy.allclose(Y, [[0.6, 0.4]] * 3)
+    # a label the classifier does not have: a warning, the rows as mixed (the default config on other labels);
+    # no label names at all: an error
+    model.attrs["labels"] = ["a", "c"]
+    with pytest.warns(UserWarning, match="no labels of this classifier"):
+        assert numpy.allclose(model.predict(X), [[0.6, 0.4]] * 3)
+    model.attrs["labels"] = []
+    with pytest.raises(ValueError, match="label names"):
+        model.predict(X)
+    with pytest.raises(ValueError, match="scopes"):
+        experts(constant([0.6, 0.4], "network"), {}, weights, priors={"body": {"b": 2.0}})
+    with pytest.raises(ValueError, match="> 0"):
+        experts(constant([0.6, 0.4], "network"), {}, weights, priors={"paper_body": {"b": 0.0}})
+
+
 def test_bad_mixtures_are_errors():
     network = constant([0.8, 0.2], "network")
     with pytest.raises(ValueError, match="trained by gradient"):

@@ -376,3 +376,25 @@ def test_build_small_corpus_with_scisumm_papers(tmp_path, shared_data):
     assert counts["train"]["sentences"] > 2 and counts["dev"]["sentences"] == 2
     (eg, *rest) = list(SectionLabelCorpus(tmp_path / "out" / "train.spacy")(spacy.blank("en")))
     assert sentence_sections(eg.predicted, [0]) == ["abstract"] and rest
+
+
+@pytest.mark.slow  # trains 60 steps
+def test_the_mixtures_priors_move_a_papers_labels_set_by_the_config_of_a_saved_pipeline(tmp_path):
+    """[model.priors]: a factor on the mixed probabilities of a paper's rows
+    at prediction; set in the config of a pipeline saved without it, the
+    loaded pipe names the labels it needs; back matter stays other by rule."""
+    nlp = train_nlp(**FULL)
+    rows = (["Parsing is old.", "Thanks to all."], ["introduction", "other"], ["1 Introduction", "Acknowledgments"])
+    assert [label for label, _ in predict(nlp, *rows)] == ["background", "other"]
+    nlp.to_disk(tmp_path / "nlp")
+    config = spacy.util.load_config(tmp_path / "nlp" / "config.cfg")
+    config["components"][CLASSIFIER]["model"]["priors"] = {"paper_body": {"method": 1000.0}}
+    config.to_disk(tmp_path / "nlp" / "config.cfg")
+    loaded = spacy.load(tmp_path / "nlp")
+    (label, scores), (back, back_scores) = predict(loaded, *rows)
+    assert label == "method" and sum(scores.values()) == pytest.approx(1.0, abs=1e-4)
+    assert back == "other" and back_scores["other"] == 1.0
+    # an abstract on its own (not a paper) is mixed as before
+    plain = nlp(doc_from_sentences(nlp, ["Parsing is old."]))
+    assert [s._.rhetoric_label for s in loaded(doc_from_sentences(loaded, ["Parsing is old."])).sents] == \
+        [s._.rhetoric_label for s in plain.sents]

@@ -52,15 +52,18 @@ sentence, its neighbours, its section and its position make different
 errors, and members that each learn from their own objective keep their own
 view, as in an ensemble.
 """
+import warnings
 from contextlib import contextmanager
 from dataclasses import fields
 from inspect import Parameter, Signature
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
+import srsly
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
+from thinc.model import deserialize_attr, serialize_attr
 from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
@@ -118,9 +121,14 @@ def _check_weights(weights: Mapping[str, Mapping[str, float]], names: Sequence[s
 
 
 def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, Mapping[str, float]],
-            nO: Optional[int] = None) -> Model:
+            nO: Optional[int] = None, priors: Optional[Mapping[str, Mapping[str, float]]] = None) -> Model:
     """The network and the fitted ``members`` (by name) mixed with the
-    per-scope ``weights`` (module docstring); in training the network alone."""
+    per-scope ``weights`` (module docstring); in training the network alone.
+    ``priors``: per scope, label -> factor: at prediction the mixed
+    probabilities of the scope's rows are multiplied by them and normalised
+    again (:func:`_check_priors`); the label names come from the pipe
+    (``attrs["labels"]``, set when it is initialized or loaded); a label the
+    classifier does not have is warned of and left out."""
     if is_fitted_member(network):
         raise RhetoricError("experts: the network is the member trained by gradient, not a fitted one")
     bad = [name for name, m in members.items() if not isinstance(m, Model) or not is_fitted_member(m)]
@@ -134,7 +142,70 @@ def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, 
     sections = {name: speaking_sections(member.attrs.get("docs", "papers"), table, name)
                 for name, member in members.items()}
     return Model("experts", _experts_forward, init=_experts_init, layers=[network, *members.values()],
-                 dims={"nO": nO}, attrs={"names": names, "weights": table, "sections": sections})
+                 dims={"nO": nO}, attrs={"names": names, "weights": table, "sections": sections,
+                                         "priors": ConfigPriors(_check_priors(priors or {})), "labels": []})
+
+
+class ConfigPriors(dict):
+    """The mixture's priors as its config states them: saved with the model
+    for a reader, but at load the config's value is kept (thinc's
+    ``deserialize_attr`` for this type), so priors changed in a saved
+    pipeline's ``config.cfg`` take effect, as a config's prediction settings do."""
+
+
+@serialize_attr.register(ConfigPriors)
+def _serialize_priors(_: ConfigPriors, value: ConfigPriors, name: str, model: Model) -> bytes:
+    return srsly.msgpack_dumps(dict(value))
+
+
+@deserialize_attr.register(ConfigPriors)
+def _deserialize_priors(current: ConfigPriors, value: bytes, name: str, model: Model) -> ConfigPriors:
+    return current  # the config's, not the saved ones
+
+
+def _check_priors(priors: Mapping[str, Mapping[str, float]]) -> Dict[str, Dict[str, float]]:
+    """The mixture's label priors: scope (``SCOPES``) -> label -> factor > 0.
+
+    Why: the members of full papers learn from corpora where a paper's aim
+    is a few sentences of hundreds (AZ-CL: 195 AIM sentences of 8,042), and
+    class weights (``class_weight_power``) correct the training, not the
+    decision; a factor on the mixed probabilities moves the decision for one
+    label in the scopes where that rarity holds, and leaves abstracts (where
+    a quarter of the sentences state the aim) as they are. A prediction-time
+    rule, as the back-matter rule is: training is untouched."""
+    unknown = set(priors) - set(SCOPES)
+    if unknown:
+        raise RhetoricError(f"mixture priors: scopes are {list(SCOPES)}, got {sorted(unknown)}")
+    out = {}
+    for scope, table in priors.items():
+        table = {str(k): float(v) for k, v in dict(table).items()}
+        if any(not v > 0 for v in table.values()):
+            raise RhetoricError(f"mixture priors.{scope}: factors must be > 0, got {table}")
+        if table:
+            out[str(scope)] = table
+    return out
+
+
+def prior_factors(model: Model, scopes: Mapping[str, numpy.ndarray]) -> Optional[numpy.ndarray]:
+    """``[n_rows, n_labels]``: each row's label factors from the mixture's
+    ``priors`` and the scope it is in (None: no priors)."""
+    priors = model.attrs["priors"]
+    if not priors:
+        return None
+    labels = list(model.attrs.get("labels") or [])
+    if not labels:
+        raise RhetoricError("mixture priors: the mixture does not know its label names (attrs['labels'] is empty): "
+                            "initialize the pipe (it names them) before predicting")
+    unknown = sorted({label for table in priors.values() for label in table} - set(labels))
+    if unknown:  # the default config's prior on a classifier trained on other labels: nothing to move
+        warnings.warn(f"mixture priors: {unknown} are no labels of this classifier (labels: {labels}); "
+                      "those factors are not applied", stacklevel=2)
+    n_rows = len(next(iter(scopes.values())))
+    factors = numpy.zeros((n_rows, len(labels)), dtype="float32")
+    for scope in SCOPES:
+        table = priors.get(scope, {})
+        factors += scopes[scope][:, None] * numpy.asarray([table.get(label, 1.0) for label in labels], dtype="f")
+    return factors
 
 
 def speaking_sections(docs: str, table: Mapping[str, Mapping[str, float]], name: str) -> Dict[str, List[str]]:
@@ -225,6 +296,10 @@ def _experts_forward(model: Model, X: Tuple[List[Doc], Ragged], is_train: bool) 
         mixed = probs if mixed is None else mixed + probs
     if record is not None:
         record.append((X, numpy.stack([model.ops.to_numpy(out) for out in outputs]).astype("float32")))
+    factors = prior_factors(model, scopes)
+    if factors is not None:
+        mixed = mixed * model.ops.asarray2f(factors)
+        mixed = mixed / model.ops.xp.maximum(mixed.sum(axis=1, keepdims=True), 1e-12)
     if vectors is not None:
         mixed = model.ops.xp.concatenate([mixed, vectors], axis=1)
     return mixed, lambda dY: []
@@ -366,13 +441,16 @@ def build_full_paper_sentence_classifier(network: Model[Tuple[List[Doc], Ragged]
                                          members: Dict[str, Any], weights: Dict[str, Dict[str, float]],
                                          forced_sections: Sequence[str] = (BACK_MATTER,),
                                          forced_label: str = OTHER,
-                                         nO: Optional[int] = None) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+                                         nO: Optional[int] = None,
+                                         priors: Optional[Dict[str, Dict[str, float]]] = None
+                                         ) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
     """``network`` (``SectionAwareNetwork.v1``) and the fitted ``members``
     (blocks by name, each a builder's fitted member; typed ``Any`` as
     confection checks a dict of blocks) mixed with the per-scope ``weights`` (module
-    docstring); sentences in ``forced_sections`` get ``forced_label`` by
-    rule, as in ``SectionAwareSentenceClassifier.v3``."""
-    mixture = experts(network, members, weights, nO=nO)
+    docstring) and, at prediction, the per-scope label ``priors``
+    (:func:`experts`; none by default); sentences in ``forced_sections`` get
+    ``forced_label`` by rule, as in ``SectionAwareSentenceClassifier.v3``."""
+    mixture = experts(network, members, weights, nO=nO, priors=priors)
     return _section_aware_model(mixture, network.get_ref("tok2vec"), network.get_ref("pooler"), mixture,
                                 forced_sections, forced_label, network.attrs["use_sections"],
                                 network.attrs["acknowledgements"])

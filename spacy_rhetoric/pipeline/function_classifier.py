@@ -465,6 +465,22 @@ class FunctionClassifier(SentencePipe):
 
     def _initialize_model(self, X) -> None:
         self.model.get_ref("output_layer").set_dim("nO", len(self.labels))
-        if "labels" in self.model.attrs:  # models that name their outputs (ml/sections.py rule)
-            self.model.attrs["labels"] = list(self.labels)
+        self._name_outputs()
         self.model.initialize(X=X)
+
+    def _name_outputs(self) -> None:
+        """Give the layers that name their outputs (the back-matter rule, the
+        mixture's priors: an ``attrs["labels"]``) the pipe's labels."""
+        for node in self.model.walk():
+            if "labels" in node.attrs:
+                node.attrs["labels"] = list(self.labels)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "FunctionClassifier":
+        super().from_bytes(bytes_data, exclude=exclude)
+        self._name_outputs()  # a layer the saved model did not name yet (priors set by a config at load)
+        return self
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "FunctionClassifier":
+        super().from_disk(path, exclude=exclude)
+        self._name_outputs()
+        return self
