@@ -171,7 +171,7 @@ def _check_priors(priors: Mapping[str, Mapping[str, float]]) -> Dict[str, Dict[s
     class weights (``class_weight_power``) correct the training, not the
     decision; a factor on the mixed probabilities moves the decision for one
     label in the scopes where that rarity holds, and leaves abstracts (where
-    one sentence in eight states the aim: CSAbstruct train 1,569 of 13,359)
+    one sentence in eight states the aim: CSAbstruct train + dev, 1,569 of 13,359)
     as they are. A prediction-time
     rule, as the back-matter rule is: training is untouched."""
     unknown = set(priors) - set(SCOPES)
