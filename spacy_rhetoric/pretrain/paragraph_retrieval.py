@@ -81,14 +81,14 @@ def paragraph_retrieval(model_name: str, papers: Sequence[Paper], *, max_length:
     from transformers import AutoModel, AutoTokenizer
 
     from ..evaluation.metrics import same_group_recall
-    from ..ml.hf_safe import NO_REMOTE_CODE, no_remote_code
+    from ..ml.hf_safe import no_remote_code
     from ..util import resolve_hf_model, torch_device
 
     path = resolve_hf_model(model_name)
     with no_remote_code(model_name):
-        tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         add_section_tokens(tokenizer)  # chunking needs their ids; a model without them never sees them
-        model = AutoModel.from_pretrained(path, **NO_REMOTE_CODE).to(torch_device())
+        model = AutoModel.from_pretrained(path, trust_remote_code=False).to(torch_device())
     chunks = retrieval_chunks(papers, tokenizer, max_length, tagger)
     if len({c.paper_id for c in chunks}) < 2:
         raise RhetoricError("paragraph retrieval needs chunks from at least 2 papers")
