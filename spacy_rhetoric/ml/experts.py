@@ -59,11 +59,10 @@ from inspect import Parameter, Signature
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
-import srsly
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
-from thinc.model import deserialize_attr, serialize_attr
+from thinc.model import deserialize_attr
 from thinc.types import Floats2d, Ragged
 
 from ..errors import RhetoricError
@@ -148,14 +147,9 @@ def experts(network: Model, members: Mapping[str, Model], weights: Mapping[str, 
 
 class ConfigPriors(dict):
     """The mixture's priors as its config states them: saved with the model
-    for a reader, but at load the config's value is kept (thinc's
+    (as a plain dict) for a reader, but at load the config's value is kept (thinc's
     ``deserialize_attr`` for this type), so priors changed in a saved
     pipeline's ``config.cfg`` take effect, as a config's prediction settings do."""
-
-
-@serialize_attr.register(ConfigPriors)
-def _serialize_priors(_: ConfigPriors, value: ConfigPriors, name: str, model: Model) -> bytes:
-    return srsly.msgpack_dumps(dict(value))
 
 
 @deserialize_attr.register(ConfigPriors)
